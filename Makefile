@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh machine with Python >= 3.10:
+#   make book   -- set up .venv and build the HTML book into _build/html (zero warnings)
+#   make test   -- set up .venv, run the unit tests, check every notebook with nbval, build the book
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+JB_FLAGS := -n -W --keep-going
+# Where the Mooncake FAST'25 traces live (not committed; see README). CI points this at ../shared.
+MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
+export MOONCAKE_TRACES
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+
+.PHONY: setup book student test test-unit test-notebooks test-book bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+book: setup
+	$(BIN)/jupyter-book build . $(JB_FLAGS)
+
+test-unit: setup
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+test-notebooks: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env chapters appendix
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env labs
+
+test-book: book
+
+test: test-unit test-notebooks test-book
+
+bench: setup
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,252 @@
+"""Measure this machine: timings, memory bandwidth, matmul FLOP/s, overhead.
+
+Torch is imported lazily (``import helpers`` must not need it). On a CUDA
+device, times come from CUDA events around each call; on the CPU from
+``time.perf_counter``. Every result carries the device it was measured on.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import _validate
+from .hardware import Accelerator, dtype_bytes
+
+_TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def device() -> Any:
+    """The device labs run on: the first CUDA GPU when present, else the CPU (a ``torch.device``)."""
+    torch = _torch()
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), or platform's best guess."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_name(dev: Any = None) -> str:
+    """A human-readable name of ``dev`` (default :func:`device`): GPU model or CPU model with core count."""
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    return f"CPU: {cpu_name()} ({torch.get_num_threads()} threads)"
+
+
+def describe_device(dev: Any = None) -> str:
+    """A multi-line description: device, memory, torch and CUDA versions (printed first by every lab)."""
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    lines = [f"device: {device_name(dev)}"]
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        lines.append(f"memory: {props.total_memory / 1e9:.1f} GB, {props.multi_processor_count} SMs")
+        lines.append(f"torch {torch.__version__}, CUDA {torch.version.cuda}")
+    else:
+        lines.append(f"torch {torch.__version__}, no CUDA device (running on the CPU)")
+    lines.append(f"python {platform.python_version()} on {platform.system()} {platform.machine()}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call of a timed function.
+
+    Attributes
+    ----------
+    median : float
+        Median seconds per call over the repeats.
+    spread : float
+        Interquartile range of the repeats in seconds (0 with fewer than 4 repeats).
+    repeats : int
+        Number of timed calls.
+    device : str
+        Name of the device the calls ran on.
+    """
+
+    median: float
+    spread: float
+    repeats: int
+    device: str
+
+
+def _synchronize(dev: Any) -> None:
+    torch = _torch()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def time_fn(fn: Callable[[], Any], warmup: int = 3, repeats: int = 10, dev: Any = None) -> Timing:
+    """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
+
+    On CUDA each call is bracketed by CUDA events (the GPU's own clock, no
+    host-side launch gaps counted twice); on the CPU by ``perf_counter``.
+    Returns the median and interquartile range in seconds.
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    warmup = _validate.non_negative_int("warmup", warmup)
+    repeats = _validate.positive_int("repeats", repeats)
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    for _ in range(warmup):
+        fn()
+    _synchronize(dev)
+    samples: list[float] = []
+    if dev.type == "cuda":
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t0)
+    spread = 0.0
+    if len(samples) >= 4:
+        q = statistics.quantiles(samples, n=4)
+        spread = q[2] - q[0]
+    return Timing(statistics.median(samples), spread, repeats, device_name(dev))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured rate and how it was obtained.
+
+    ``value`` is in the unit named by ``unit`` (bytes/s or FLOP/s); ``timing``
+    is the underlying :class:`Timing`; ``work`` the bytes or FLOP per call.
+    """
+
+    value: float
+    unit: str
+    work: float
+    timing: Timing
+
+    @property
+    def device(self) -> str:
+        """Where it was measured."""
+        return self.timing.device
+
+
+def torch_dtype(dtype: str) -> Any:
+    """The ``torch.dtype`` for one of the book's dtype names (fp32, tf32, fp16, bf16)."""
+    dtype_bytes(dtype)
+    key = dtype.strip().lower()
+    if key not in _TORCH_DTYPES:
+        raise KeyError(f"dtype {dtype!r} has no torch matmul here; choose one of {sorted(_TORCH_DTYPES)}")
+    return getattr(_torch(), _TORCH_DTYPES[key])
+
+
+def measure_memory_bandwidth(nbytes: int | None = None, repeats: int = 10, dev: Any = None) -> Measurement:
+    """Memory bandwidth in bytes/s from a large device-to-device copy.
+
+    Copies a buffer of ``nbytes`` (default 1 GiB on a GPU, 256 MiB on a CPU)
+    and counts ``2 * nbytes`` per copy: each byte is read once and written once.
+    """
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    if nbytes is None:
+        nbytes = (1 << 30) if dev.type == "cuda" else (256 << 20)
+    nbytes = _validate.positive_int("nbytes", nbytes)
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).fill_(1.0)
+    dst = torch.empty_like(src)
+    timing = time_fn(lambda: dst.copy_(src), warmup=2, repeats=repeats, dev=dev)
+    moved = 2.0 * src.numel() * 4
+    return Measurement(moved / timing.median, "bytes/s", moved, timing)
+
+
+def measure_matmul_flops(dtype: str = "fp16", n: int | None = None, repeats: int = 10, dev: Any = None) -> Measurement:
+    """Matmul throughput in FLOP/s for square ``n x n`` matrices of ``dtype`` (``2 n**3`` FLOP per call).
+
+    Default ``n``: 8192 on a GPU, 1024 on a CPU. ``tf32`` enables TF32 tensor
+    cores for the call (``torch.backends.cuda.matmul.allow_tf32``).
+    """
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    if n is None:
+        n = 8192 if dev.type == "cuda" else 1024
+    n = _validate.positive_int("n", n)
+    tdtype = torch_dtype(dtype)
+    a = torch.randn(n, n, device=dev).to(tdtype)
+    b = torch.randn(n, n, device=dev).to(tdtype)
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype.strip().lower() == "tf32"
+    try:
+        timing = time_fn(lambda: a @ b, warmup=3, repeats=repeats, dev=dev)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    flops = 2.0 * n**3
+    return Measurement(flops / timing.median, "FLOP/s", flops, timing)
+
+
+def measure_overhead(repeats: int = 50, dev: Any = None) -> Timing:
+    """Time of a tiny op (adding 1 to a one-element tensor): the fixed cost of one framework call."""
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    x = torch.zeros(1, device=dev)
+    return time_fn(lambda: x.add_(1), warmup=5, repeats=repeats, dev=dev)
+
+
+def supported_dtypes(dev: Any = None) -> tuple[str, ...]:
+    """Dtypes worth measuring on ``dev``: fp32 everywhere; tf32/bf16 on Ampere+, fp16 on any GPU; bf16 on CPU."""
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    if dev.type != "cuda":
+        return ("fp32", "bf16")
+    major, _ = torch.cuda.get_device_capability(dev)
+    return ("fp32", "tf32", "fp16", "bf16") if major >= 8 else ("fp32", "fp16")
+
+
+def measured_accelerator(dtypes: tuple[str, ...] | None = None, dev: Any = None, quick: bool = False) -> Accelerator:
+    """An :class:`~helpers.hardware.Accelerator` built from measurements of this machine.
+
+    Peak FLOP/s per dtype from :func:`measure_matmul_flops`, bandwidth from
+    :func:`measure_memory_bandwidth`, capacity from the device (or the host's
+    RAM on a CPU). ``quick=True`` uses smaller sizes (for tests and CI).
+    Every roofline function accepts the result in place of a catalog name.
+    """
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    dtypes = supported_dtypes(dev) if dtypes is None else dtypes
+    n = 512 if quick else None
+    nbytes = (32 << 20) if quick else None
+    repeats = 3 if quick else 10
+    peaks = {d: measure_matmul_flops(d, n=n, repeats=repeats, dev=dev).value for d in dtypes}
+    bandwidth = measure_memory_bandwidth(nbytes, repeats=repeats, dev=dev).value
+    if dev.type == "cuda":
+        capacity = float(torch.cuda.get_device_properties(dev).total_memory)
+    else:
+        import os
+
+        capacity = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return Accelerator(
+        name=f"measured: {device_name(dev)}",
+        peak_flops=peaks,
+        memory_bandwidth=bandwidth,
+        memory_capacity=capacity,
+        source="measured by helpers.bench on this machine",
+        notes="Achieved, not peak: large matmul and device copy throughput measured on this machine.",
+    )

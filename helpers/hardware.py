@@ -1,0 +1,356 @@
+"""Accelerator and link specifications, each with its published source.
+
+Every figure is in SI units: FLOP/s, bytes/s, bytes, seconds. Peak FLOP/s are
+the **dense** tensor-core figures (where a datasheet quotes "with sparsity",
+the 2:4 structured-sparsity number is twice the dense one; we store the dense
+half and say so in ``notes``). ``fp32`` means plain (non-tensor-core) FP32;
+``tf32`` is the tensor-core TF32 mode.
+
+Look-ups are case-insensitive and accept aliases: ``get_accelerator("a100")``
+returns the A100 SXM4 80GB, ``get_accelerator("H100")`` the H100 SXM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from . import _validate
+
+DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
+    {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+)
+"""Bytes per element of each dtype the book uses (TF32 is stored as FP32)."""
+
+TERA = 1e12
+GIGA = 1e9
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`)."""
+    key = _validate.name("dtype", dtype)
+    if key not in DTYPE_BYTES:
+        raise KeyError(f"dtype {dtype!r} is unknown; choose one of {sorted(DTYPE_BYTES)}")
+    return DTYPE_BYTES[key]
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator's peak throughput, memory and the source of each figure.
+
+    Attributes
+    ----------
+    name : str
+        Display name, e.g. ``"H100 SXM"``.
+    peak_flops : Mapping[str, float]
+        Dense peak throughput per dtype in FLOP/s (integer ops counted as FLOP).
+    memory_bandwidth : float
+        Peak memory bandwidth in bytes/s.
+    memory_capacity : float
+        Memory size in bytes.
+    source : str
+        URL of the datasheet (or paper) the figures come from.
+    notes : str
+        What the figures mean: sparsity, accumulate precision, caveats.
+    aliases : tuple of str
+        Other names accepted by :func:`get_accelerator`.
+    """
+
+    name: str
+    peak_flops: Mapping[str, float]
+    memory_bandwidth: float
+    memory_capacity: float
+    source: str
+    notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _validate.positive("memory_bandwidth", self.memory_bandwidth)
+        _validate.positive("memory_capacity", self.memory_capacity)
+        if not self.peak_flops:
+            raise ValueError("peak_flops must list at least one dtype")
+        for dtype, value in self.peak_flops.items():
+            dtype_bytes(dtype)
+            _validate.positive(f"peak_flops[{dtype!r}]", value)
+        object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes this accelerator has a peak figure for."""
+        return tuple(self.peak_flops)
+
+    def flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s for ``dtype``; raises ``KeyError`` if the device lacks it."""
+        key = _validate.name("dtype", dtype)
+        dtype_bytes(key)
+        if key not in self.peak_flops:
+            raise KeyError(
+                f"dtype {dtype!r} has no peak figure on {self.name}; it supports {list(self.peak_flops)}"
+            )
+        return self.peak_flops[key]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A data path between devices or hosts.
+
+    Attributes
+    ----------
+    name : str
+        Display name, e.g. ``"ConnectX-7 (400 Gb/s)"``.
+    bandwidth : float
+        Peak bandwidth per direction in bytes/s.
+    latency : float
+        Typical one-way latency of a small transfer in seconds (order of magnitude).
+    source : str
+        URL of the specification the bandwidth comes from.
+    notes : str
+        Caveats (encoding overhead, where the latency figure comes from).
+    aliases : tuple of str
+        Other names accepted by :func:`get_link`.
+    """
+
+    name: str
+    bandwidth: float
+    latency: float
+    source: str
+    notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _validate.positive("bandwidth", self.bandwidth)
+        _validate.non_negative("latency", self.latency)
+
+
+_T4_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"
+_V100_PDF = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
+_A100_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+_H100_PDF = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+_H200_PDF = "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"
+_L4_PDF = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet"
+_ADA_PDF = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_AMPERE_DENSE = "Tensor-core figures are dense; the datasheet's starred figures are 2:4-sparse (2x)."
+
+_ACCELERATORS: tuple[Accelerator, ...] = (
+    Accelerator(
+        name="T4",
+        peak_flops={"fp32": 8.1 * TERA, "fp16": 65 * TERA, "int8": 130 * TERA},
+        memory_bandwidth=320 * GIGA,
+        memory_capacity=16 * GIGA,
+        source=_T4_PDF,
+        notes="Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 is 8.1. No sparsity.",
+        aliases=("tesla t4", "nvidia t4"),
+    ),
+    Accelerator(
+        name="V100 SXM2",
+        peak_flops={"fp32": 15.7 * TERA, "fp16": 125 * TERA},
+        memory_bandwidth=900 * GIGA,
+        memory_capacity=32 * GIGA,
+        source=_V100_PDF,
+        notes="Volta: FP16 tensor cores only (125 TFLOP/s 'deep learning'); 32 GB HBM2 model. No sparsity.",
+        aliases=("v100", "tesla v100"),
+    ),
+    Accelerator(
+        name="A100 SXM4 40GB",
+        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        memory_bandwidth=1555 * GIGA,
+        memory_capacity=40 * GIGA,
+        source=_A100_PDF,
+        notes=_AMPERE_DENSE,
+        aliases=("a100-40gb", "a100 40gb", "a100-sxm4-40gb"),
+    ),
+    Accelerator(
+        name="A100 SXM4 80GB",
+        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        memory_bandwidth=2039 * GIGA,
+        memory_capacity=80 * GIGA,
+        source=_A100_PDF,
+        notes=_AMPERE_DENSE,
+        aliases=("a100", "a100-80gb", "a100 80gb", "a100-sxm4-80gb"),
+    ),
+    Accelerator(
+        name="A800 SXM4 80GB",
+        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        memory_bandwidth=2039 * GIGA,
+        memory_capacity=80 * GIGA,
+        source="https://www.nvidia.cn/data-center/a800/",
+        notes="China-market A100 variant: same compute and HBM as the A100 SXM4 80GB, NVLink cut to 400 GB/s. " + _AMPERE_DENSE,
+        aliases=("a800",),
+    ),
+    Accelerator(
+        name="H100 SXM",
+        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        memory_bandwidth=3.35e12,
+        memory_capacity=80 * GIGA,
+        source=_H100_PDF,
+        notes="Dense figures: the datasheet quotes 2:4-sparse ones (TF32 989, BF16 1,979, FP8 3,958) with a footnote.",
+        aliases=("h100", "h100-sxm", "h100 sxm5"),
+    ),
+    Accelerator(
+        name="H800 SXM",
+        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        memory_bandwidth=3.35e12,
+        memory_capacity=80 * GIGA,
+        source="https://www.nvidia.cn/data-center/h800/",
+        notes="China-market H100 variant: same tensor throughput and HBM3 as the H100 SXM, NVLink cut to 400 GB/s. Dense figures.",
+        aliases=("h800",),
+    ),
+    Accelerator(
+        name="H200 SXM",
+        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        memory_bandwidth=4.8e12,
+        memory_capacity=141 * GIGA,
+        source=_H200_PDF,
+        notes="Same Hopper compute as the H100 SXM with 141 GB of HBM3e at 4.8 TB/s. Dense figures (the datasheet's are 2:4-sparse).",
+        aliases=("h200",),
+    ),
+    Accelerator(
+        name="H20",
+        peak_flops={"fp16": 148 * TERA, "bf16": 148 * TERA, "fp8": 296 * TERA, "int8": 296 * TERA},
+        memory_bandwidth=4.0e12,
+        memory_capacity=96 * GIGA,
+        source="https://arxiv.org/abs/2405.01814",
+        notes="China-market Hopper with little compute and a lot of memory bandwidth. NVIDIA publishes no public datasheet; "
+        "figures as tabulated in the attention-offloading (Lamina) paper, Chen et al. 2024, Table 1. Dense.",
+        aliases=("nvidia h20",),
+    ),
+    Accelerator(
+        name="L4",
+        peak_flops={"fp32": 30.3 * TERA, "tf32": 60 * TERA, "fp16": 121 * TERA, "bf16": 121 * TERA, "fp8": 242.5 * TERA, "int8": 242.5 * TERA},
+        memory_bandwidth=300 * GIGA,
+        memory_capacity=24 * GIGA,
+        source=_L4_PDF,
+        notes="Ada, GDDR6. Dense figures (the datasheet's are 2:4-sparse: TF32 120, FP16 242, FP8 485).",
+        aliases=("nvidia l4",),
+    ),
+    Accelerator(
+        name="A10G",
+        peak_flops={"fp32": 31.52 * TERA, "fp16": 70 * TERA, "bf16": 70 * TERA},
+        memory_bandwidth=600 * GIGA,
+        memory_capacity=24 * GIGA,
+        source="https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/",
+        notes="AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures as tabulated by Baseten "
+        "(2023); tensor figures dense. Treat as approximate.",
+        aliases=("nvidia a10g",),
+    ),
+    Accelerator(
+        name="RTX 4090",
+        peak_flops={"fp32": 82.6 * TERA, "tf32": 82.6 * TERA, "fp16": 165.2 * TERA, "bf16": 165.2 * TERA, "fp8": 330.3 * TERA, "int8": 660.6 * TERA},
+        memory_bandwidth=1008 * GIGA,
+        memory_capacity=24 * GIGA,
+        source=_ADA_PDF,
+        notes="GeForce Ada, GDDR6X. FP16/BF16 tensor with FP32 accumulate (what PyTorch uses) is 165.2 dense; "
+        "with FP16 accumulate 330.3. FP8 with FP32 accumulate. Whitepaper Appendix A; dense figures.",
+        aliases=("4090", "geforce rtx 4090"),
+    ),
+)
+
+_CX7_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/networking/ethernet-adapters/connectx-7-datasheet-Final.pdf"
+_RDMA_LATENCY = "Latency: a typical small-message RDMA latency of a few microseconds, an order of magnitude, not a datasheet figure."
+
+_LINKS: tuple[Link, ...] = (
+    Link("ConnectX-7 (400 Gb/s)", 400e9 / 8, 2e-6, _CX7_PDF, "One 400 Gb/s port, InfiniBand NDR or Ethernet. " + _RDMA_LATENCY, ("cx7", "connectx-7", "cx-7")),
+    Link(
+        "ConnectX-6 (200 Gb/s)",
+        200e9 / 8,
+        2e-6,
+        "https://www.nvidia.com/content/dam/en-zz/Solutions/networking/infiniband-adapters/infiniband-connectx6-dx-datasheet.pdf",
+        "One 200 Gb/s port, InfiniBand HDR or Ethernet. " + _RDMA_LATENCY,
+        ("cx6", "connectx-6", "cx-6"),
+    ),
+    Link("100 GbE NIC", 100e9 / 8, 10e-6, "https://standards.ieee.org/ieee/802.3/10422/", "IEEE 802.3 100 Gb/s Ethernet; TCP latency of ~10 us is an order of magnitude.", ("100gbe", "100g")),
+    Link(
+        "PCIe 4.0 x16",
+        16e9 * 16 * (128 / 130) / 8,
+        1e-6,
+        "https://pcisig.com/specifications",
+        "16 GT/s per lane x 16 lanes with 128b/130b encoding = 31.5 GB/s per direction before protocol overhead.",
+        ("pcie4x16", "pcie4", "pcie 4.0"),
+    ),
+    Link(
+        "PCIe 5.0 x16",
+        32e9 * 16 * (128 / 130) / 8,
+        1e-6,
+        "https://pcisig.com/specifications",
+        "32 GT/s per lane x 16 lanes with 128b/130b encoding = 63.0 GB/s per direction before protocol overhead.",
+        ("pcie5x16", "pcie5", "pcie 5.0"),
+    ),
+    Link("NVLink 3 (A100)", 300e9, 1e-6, _A100_PDF, "600 GB/s total per A100 = 300 GB/s per direction.", ("nvlink3",)),
+    Link("NVLink 4 (H100)", 450e9, 1e-6, _H100_PDF, "900 GB/s total per H100 = 450 GB/s per direction.", ("nvlink4",)),
+)
+
+
+def _index(items: tuple, kind: str) -> dict[str, object]:
+    table: dict[str, object] = {}
+    for item in items:
+        for key in (item.name, *item.aliases):
+            key = key.lower()
+            if key in table:
+                raise RuntimeError(f"duplicate {kind} name {key!r}")
+            table[key] = item
+    return table
+
+
+_ACC_INDEX = _index(_ACCELERATORS, "accelerator")
+_LINK_INDEX = _index(_LINKS, "link")
+
+
+def accelerators() -> tuple[Accelerator, ...]:
+    """All accelerators in the catalog, in catalog order."""
+    return _ACCELERATORS
+
+
+def links() -> tuple[Link, ...]:
+    """All links in the catalog, in catalog order."""
+    return _LINKS
+
+
+def get_accelerator(name: str | Accelerator) -> Accelerator:
+    """Look up an accelerator by name or alias (case-insensitive).
+
+    An :class:`Accelerator` passes through unchanged, so every function that
+    takes ``acc`` accepts either a name or an object (e.g. a measured one).
+    """
+    if isinstance(name, Accelerator):
+        return name
+    key = _validate.name("accelerator", name)
+    if key not in _ACC_INDEX:
+        raise KeyError(f"accelerator {name!r} is unknown; choose one of {[a.name for a in _ACCELERATORS]}")
+    return _ACC_INDEX[key]  # type: ignore[return-value]
+
+
+def get_link(name: str | Link) -> Link:
+    """Look up a link by name or alias (case-insensitive); a :class:`Link` passes through."""
+    if isinstance(name, Link):
+        return name
+    key = _validate.name("link", name)
+    if key not in _LINK_INDEX:
+        raise KeyError(f"link {name!r} is unknown; choose one of {[l.name for l in _LINKS]}")
+    return _LINK_INDEX[key]  # type: ignore[return-value]
+
+
+def _tera(value: float | None) -> str:
+    return "—" if value is None else f"{value / TERA:,.1f}"
+
+
+def catalog_markdown() -> str:
+    """The accelerator and link catalog as Markdown tables, with sources (the book's appendix)."""
+    dtypes = list(DTYPE_BYTES)
+    head = "| accelerator | " + " | ".join(f"{d} TFLOP/s" for d in dtypes)
+    head += " | memory GB/s | memory GB | bf16/fp16 ridge FLOP/byte | source |\n"
+    head += "|---" * (len(dtypes) + 5) + "|\n"
+    rows = []
+    for acc in _ACCELERATORS:
+        cells = [_tera(acc.peak_flops.get(d)) for d in dtypes]
+        half = acc.peak_flops.get("bf16", acc.peak_flops.get("fp16"))
+        ridge = "—" if half is None else f"{half / acc.memory_bandwidth:,.0f}"
+        rows.append(
+            f"| {acc.name} | " + " | ".join(cells)
+            + f" | {acc.memory_bandwidth / GIGA:,.0f} | {acc.memory_capacity / GIGA:,.0f} | {ridge} | [datasheet]({acc.source}) |"
+        )
+    links_head = "| link | GB/s per direction | latency µs | source |\n|---|---|---|---|\n"
+    link_rows = [
+        f"| {l.name} | {l.bandwidth / GIGA:,.1f} | {l.latency * 1e6:,.0f} | [spec]({l.source}) |" for l in _LINKS
+    ]
+    return head + "\n".join(rows) + "\n\n" + links_head + "\n".join(link_rows) + "\n"
