@@ -55,6 +55,31 @@ class Cost:
     __rmul__ = __mul__
 
 
+def elementwise_cost(n: int, dtype: str = "fp32", n_inputs: int = 1, flops_per_element: float = 1.0) -> Cost:
+    """Cost of an elementwise op over ``n`` elements (e.g. ReLU: 1 input; add: 2 inputs).
+
+    Reads ``n_inputs * n`` elements, writes ``n``; does ``flops_per_element * n`` FLOP.
+    Its intensity, ``flops_per_element / ((n_inputs + 1) * bytes)``, is far below
+    any GPU's ridge point: elementwise ops are memory-bound.
+    """
+    n = _validate.positive_int("n", n)
+    n_inputs = _validate.positive_int("n_inputs", n_inputs)
+    flops_per_element = _validate.non_negative("flops_per_element", flops_per_element)
+    return Cost(flops_per_element * n, float(dtype_bytes(dtype) * (n_inputs + 1) * n))
+
+
+def reduction_cost(n: int, dtype: str = "fp32", outputs: int = 1) -> Cost:
+    """Cost of summing ``n`` elements into ``outputs`` results (e.g. a row-sum).
+
+    ``n - outputs`` additions; reads ``n`` elements and writes ``outputs``.
+    """
+    n = _validate.positive_int("n", n)
+    outputs = _validate.positive_int("outputs", outputs)
+    if outputs > n:
+        raise ValueError(f"outputs ({outputs}) must not exceed n ({n})")
+    return Cost(float(n - outputs), float(dtype_bytes(dtype) * (n + outputs)))
+
+
 def matmul_cost(m: int, k: int, n: int, dtype: str = "fp16") -> Cost:
     """Cost of ``C[m, n] = A[m, k] @ B[k, n]``: ``2mkn`` FLOP, ``(mk + kn + mn)`` elements moved."""
     m, k, n = (_validate.positive_int(p, v) for p, v in (("m", m), ("k", k), ("n", n)))
