@@ -1,0 +1,35 @@
+"""Shared pytest configuration for the helpers test suite.
+
+Hypothesis runs with ``deadline=None`` (timings on a shared 2-core CI machine
+jitter; a deadline would make property tests flaky) and about 50 examples per
+property, so the whole suite stays well under a minute. Set
+``HYPOTHESIS_PROFILE=thorough`` for a longer search.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+import pytest
+from hypothesis import HealthCheck, settings
+
+matplotlib.use("Agg")
+
+settings.register_profile(
+    "book",
+    deadline=None,
+    max_examples=50,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "book"))
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every matplotlib figure a test opened, so figures never accumulate."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

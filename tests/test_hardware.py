@@ -1,0 +1,297 @@
+"""Tests of :mod:`helpers.hardware`: the accelerator and link catalog.
+
+Every expected figure below is typed in from the vendor document cited in the
+test's docstring, not copied from the module, so a typo in the catalog fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from numpy.testing import assert_allclose
+
+from helpers import hardware
+from helpers.hardware import DTYPE_BYTES, get_accelerator, get_link
+
+T4_DATASHEET = "NVIDIA T4 Tensor Core GPU datasheet (951643): FP32 8.1 TFLOPS, mixed FP16/FP32 65 TFLOPS, INT8 130 TOPS, 320+ GB/s"
+A100_DATASHEET = "NVIDIA A100 datasheet (1758950-r4): TF32 156 (312*), BF16/FP16 312 (624*), FP32 19.5 TFLOPS; 1,555 GB/s (40GB), 2,039 GB/s (80GB SXM)"
+H100_DATASHEET = "NVIDIA H100 datasheet: SXM BF16 1,979 TFLOPS* (*with sparsity), TF32 989*, FP8 3,958*, 3.35 TB/s"
+
+REQUIRED_ACCELERATORS = [
+    "T4",
+    "V100 SXM2",
+    "A100 SXM4 40GB",
+    "A100 SXM4 80GB",
+    "A800",
+    "H100 SXM",
+    "H800",
+    "H200",
+    "L4",
+    "A10G",
+    "RTX 4090",
+]
+REQUIRED_LINKS = ["cx7", "cx6", "100gbe", "pcie4x16", "pcie5x16", "nvlink3", "nvlink4"]
+
+
+@pytest.mark.parametrize("name", REQUIRED_ACCELERATORS)
+def test_catalog_has_required_accelerators(name):
+    """Every accelerator the book discusses is in the catalog (by name or alias).
+
+    The list is the book's: the Colab T4, the datacenter generations V100 -> H200,
+    the China-market A800/H800 used by Mooncake (Qin et al., FAST'25), and the
+    L4, A10G and RTX 4090 readers rent or own.
+    """
+    acc = get_accelerator(name)
+    assert isinstance(acc, hardware.Accelerator)
+    assert acc in hardware.accelerators()
+
+
+@pytest.mark.parametrize("name", REQUIRED_LINKS)
+def test_catalog_has_required_links(name):
+    """Every link the book discusses is in the catalog (NICs, PCIe, NVLink)."""
+    link = get_link(name)
+    assert link in hardware.links()
+    assert link.bandwidth > 0 and link.latency >= 0
+
+
+def test_t4_matches_datasheet():
+    """T4 figures equal the datasheet: fp16 (tensor-core) 65e12, fp32 8.1e12 FLOP/s, 320e9 B/s.
+
+    Reference: NVIDIA T4 datasheet (nvidia_t4). The source article's "65 TFLOP/s"
+    is the FP16 tensor-core figure; plain FP32 is 8.1.
+    """
+    t4 = get_accelerator("T4")
+    assert_allclose(t4.flops("fp16"), 65e12, rtol=1e-12)
+    assert_allclose(t4.flops("fp32"), 8.1e12, rtol=1e-12)
+    assert_allclose(t4.flops("int8"), 130e12, rtol=1e-12)
+    assert_allclose(t4.memory_bandwidth, 320e9, rtol=1e-12)
+    assert_allclose(t4.memory_capacity, 16e9, rtol=1e-12)
+
+
+def test_a100_matches_datasheet():
+    """A100 SXM4: bf16 dense 312e12 FLOP/s; 40GB at 1,555 GB/s and 80GB at 2,039 GB/s.
+
+    Reference: NVIDIA A100 datasheet (nvidia_a100), dense (unstarred) figures.
+    """
+    a40 = get_accelerator("A100 SXM4 40GB")
+    a80 = get_accelerator("A100 SXM4 80GB")
+    for acc in (a40, a80):
+        assert_allclose(acc.flops("bf16"), 312e12, rtol=1e-12)
+        assert_allclose(acc.flops("fp16"), 312e12, rtol=1e-12)
+        assert_allclose(acc.flops("fp32"), 19.5e12, rtol=1e-12)
+    assert_allclose(a40.memory_bandwidth, 1555e9, rtol=1e-12)
+    assert_allclose(a80.memory_bandwidth, 2039e9, rtol=1e-12)
+    assert_allclose(a40.memory_capacity, 40e9, rtol=1e-12)
+    assert_allclose(a80.memory_capacity, 80e9, rtol=1e-12)
+
+
+def test_h100_sxm_matches_datasheet_dense():
+    """H100 SXM bf16 dense = 989.4e12 FLOP/s (half the datasheet's sparse 1,979), 3.35e12 B/s.
+
+    Reference: NVIDIA H100 datasheet (nvidia_h100); its BF16 1,979 TFLOPS carries the
+    footnote "with sparsity", so the dense figure is half (989.4 TFLOP/s).
+    """
+    h100 = get_accelerator("H100 SXM")
+    assert_allclose(h100.flops("bf16"), 989.4e12, rtol=1e-12)
+    assert_allclose(h100.flops("bf16"), 1979e12 / 2, rtol=1e-3)
+    assert_allclose(h100.flops("fp8"), 3958e12 / 2, rtol=1e-3)
+    assert_allclose(h100.flops("tf32"), 989e12 / 2, rtol=1e-3)
+    assert_allclose(h100.memory_bandwidth, 3.35e12, rtol=1e-12)
+
+
+def test_h200_and_l4_match_datasheets():
+    """H200: 4.8 TB/s and 141 GB with H100 compute; L4: fp16 dense 121 (242 sparse), 300 GB/s.
+
+    References: NVIDIA H200 datasheet (nvidia_h200); NVIDIA L4 datasheet.
+    """
+    h200 = get_accelerator("H200")
+    assert_allclose(h200.memory_bandwidth, 4.8e12, rtol=1e-12)
+    assert_allclose(h200.memory_capacity, 141e9, rtol=1e-12)
+    assert_allclose(h200.flops("bf16"), get_accelerator("H100").flops("bf16"), rtol=1e-12)
+    l4 = get_accelerator("L4")
+    assert_allclose(l4.flops("fp16"), 242e12 / 2, rtol=1e-3)
+    assert_allclose(l4.memory_bandwidth, 300e9, rtol=1e-12)
+
+
+def test_v100_and_rtx4090_match_datasheets():
+    """V100 SXM2: 125 TFLOP/s fp16 tensor, 15.7 fp32, 900 GB/s; RTX 4090: 82.6 fp32, 1,008 GB/s.
+
+    References: NVIDIA V100 datasheet; NVIDIA Ada GPU architecture whitepaper (nvidia_ada), Appendix A.
+    """
+    v100 = get_accelerator("V100 SXM2")
+    assert_allclose(v100.flops("fp16"), 125e12, rtol=1e-12)
+    assert_allclose(v100.flops("fp32"), 15.7e12, rtol=1e-12)
+    assert_allclose(v100.memory_bandwidth, 900e9, rtol=1e-12)
+    rtx = get_accelerator("RTX 4090")
+    assert_allclose(rtx.flops("fp32"), 82.6e12, rtol=1e-12)
+    assert_allclose(rtx.memory_bandwidth, 1008e9, rtol=1e-12)
+
+
+def test_china_market_variants_share_compute():
+    """A800 = A100 80GB and H800 = H100 SXM in compute and HBM (only NVLink is cut).
+
+    Reference: NVIDIA A800/H800 product pages; Mooncake (qin2025mooncake) uses both.
+    """
+    for variant, base in (("A800", "A100 SXM4 80GB"), ("H800", "H100 SXM")):
+        v, b = get_accelerator(variant), get_accelerator(base)
+        assert dict(v.peak_flops) == dict(b.peak_flops)
+        assert v.memory_bandwidth == b.memory_bandwidth
+        assert v is not b
+
+
+def test_dense_not_sparse():
+    """Peak figures are dense: A100 tf32 = 156e12 (not the sparse 312e12); bf16 = 2x tf32 on Ampere/Hopper.
+
+    Reference: A100 datasheet (nvidia_a100), TF32 "156 TF | 312 TF*" where * = with sparsity.
+    """
+    a100 = get_accelerator("A100")
+    assert_allclose(a100.flops("tf32"), 156e12, rtol=1e-12)
+    assert a100.flops("tf32") != 312e12
+    for name in ("A100 SXM4 40GB", "A100 SXM4 80GB", "A800", "H100 SXM", "H800", "H200"):
+        acc = get_accelerator(name)
+        assert_allclose(acc.flops("bf16"), 2 * acc.flops("tf32"), rtol=2e-3)
+        assert "dense" in acc.notes.lower() or "sparse" in acc.notes.lower()
+
+
+def test_links_match_specs():
+    """Link bandwidths per direction: CX7 400 Gb/s = 50e9 B/s, CX6 25e9, 100GbE 12.5e9,
+    PCIe 4.0 x16 = 16 GT/s x 16 x 128/130 / 8 = 31.5e9, PCIe 5.0 twice that, NVLink3 300e9, NVLink4 450e9.
+
+    References: NVIDIA ConnectX-7 datasheet (nvidia_cx7); ConnectX-6 datasheet; IEEE 802.3;
+    PCI-SIG base specs 4.0/5.0 (128b/130b encoding); A100 (600 GB/s total) and H100 (900 GB/s total) datasheets.
+    """
+    expected = {
+        "cx7": 50e9,
+        "cx6": 25e9,
+        "100gbe": 12.5e9,
+        "pcie4x16": 16e9 * 16 * 128 / 130 / 8,
+        "pcie5x16": 32e9 * 16 * 128 / 130 / 8,
+        "nvlink3": 300e9,
+        "nvlink4": 450e9,
+    }
+    for name, bandwidth in expected.items():
+        assert_allclose(get_link(name).bandwidth, bandwidth, rtol=1e-12, err_msg=name)
+    assert_allclose(get_link("pcie4x16").bandwidth, 31.5e9, rtol=2e-3)
+    assert_allclose(get_link("ConnectX-7 (400 Gb/s)").bandwidth, 400e9 / 8, rtol=1e-12)
+
+
+def test_alias_a100_is_80gb_and_h100_is_sxm():
+    """Aliases: "A100" means the A100 SXM4 80GB and "H100" the H100 SXM (the book's defaults)."""
+    assert get_accelerator("A100") is get_accelerator("A100 SXM4 80GB")
+    assert get_accelerator("H100") is get_accelerator("H100 SXM")
+    assert get_accelerator("a100-40gb") is get_accelerator("A100 SXM4 40GB")
+
+
+@pytest.mark.parametrize("spelling", ["h100", "H100", "  H100 sxm ", "h100 SXM", "H100 SXM5"])
+def test_lookup_is_case_insensitive(spelling):
+    """Look-ups ignore case and surrounding spaces (readers type names into calculators)."""
+    assert get_accelerator(spelling) is get_accelerator("H100 SXM")
+
+
+def test_link_lookup_is_case_insensitive():
+    """Link look-ups ignore case too."""
+    assert get_link("CX7") is get_link("cx7") is get_link("ConnectX-7")
+
+
+def test_objects_pass_through():
+    """An Accelerator or Link object passes through the look-up unchanged (measured devices)."""
+    acc = get_accelerator("T4")
+    assert get_accelerator(acc) is acc
+    link = get_link("cx7")
+    assert get_link(link) is link
+
+
+def test_every_entry_has_https_source_and_notes():
+    """Every accelerator and link cites an https source and explains its figures in notes."""
+    for item in (*hardware.accelerators(), *hardware.links()):
+        assert item.source.startswith("https://"), item.name
+        assert len(item.notes) > 20, item.name
+
+
+def test_names_and_aliases_are_unique():
+    """No two catalog entries share a name or alias (look-up must be unambiguous)."""
+    keys = [k.lower() for a in hardware.accelerators() for k in (a.name, *a.aliases)]
+    assert len(keys) == len(set(keys))
+    keys = [k.lower() for l in hardware.links() for k in (l.name, *l.aliases)]
+    assert len(keys) == len(set(keys))
+
+
+def test_catalog_is_immutable():
+    """Catalog entries are frozen: a chapter cannot change a datasheet figure by accident."""
+    t4 = get_accelerator("T4")
+    with pytest.raises(Exception):
+        t4.memory_bandwidth = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        t4.peak_flops["fp16"] = 1.0  # type: ignore[index]
+
+
+def test_unknown_accelerator_raises_keyerror_naming_parameter():
+    """An unknown accelerator name raises KeyError whose message names the parameter and lists choices."""
+    with pytest.raises(KeyError, match="accelerator"):
+        get_accelerator("B300 Ultra Max")
+    with pytest.raises(TypeError, match="accelerator"):
+        get_accelerator(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="accelerator"):
+        get_accelerator("   ")
+
+
+def test_unknown_link_raises_keyerror_naming_parameter():
+    """An unknown link raises KeyError naming the parameter ``link``."""
+    with pytest.raises(KeyError, match="link"):
+        get_link("carrier pigeon")
+    with pytest.raises(TypeError, match="link"):
+        get_link(None)  # type: ignore[arg-type]
+
+
+def test_missing_dtype_raises_keyerror():
+    """A dtype the device lacks (T4 has no bf16: Turing) raises KeyError naming the dtype;
+    an unknown dtype raises KeyError too.
+
+    Reference: T4 datasheet (nvidia_t4) lists FP32, FP16, INT8, INT4 only.
+    """
+    t4 = get_accelerator("T4")
+    with pytest.raises(KeyError, match="dtype"):
+        t4.flops("bf16")
+    with pytest.raises(KeyError, match="dtype"):
+        t4.flops("fp64x")
+    with pytest.raises(TypeError, match="dtype"):
+        t4.flops(16)  # type: ignore[arg-type]
+    assert "bf16" not in t4.dtypes
+
+
+def test_dtype_bytes():
+    """Bytes per element: fp32/tf32 4, fp16/bf16 2, fp8/int8 1; unknown -> KeyError naming dtype."""
+    assert [hardware.dtype_bytes(d) for d in ("fp32", "TF32", "fp16", "bf16", "fp8", "int8")] == [4, 4, 2, 2, 1, 1]
+    assert set(DTYPE_BYTES) == {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"}
+    with pytest.raises(KeyError, match="dtype"):
+        hardware.dtype_bytes("fp64")
+
+
+def test_accelerator_validates_fields():
+    """Building an Accelerator with a bad figure raises naming the field."""
+    with pytest.raises(ValueError, match="memory_bandwidth"):
+        hardware.Accelerator("x", {"fp16": 1e12}, -1.0, 1e9, "https://example.org")
+    with pytest.raises(ValueError, match="peak_flops"):
+        hardware.Accelerator("x", {}, 1e9, 1e9, "https://example.org")
+    with pytest.raises(ValueError, match="peak_flops"):
+        hardware.Accelerator("x", {"fp16": float("nan")}, 1e9, 1e9, "https://example.org")
+    with pytest.raises(KeyError, match="dtype"):
+        hardware.Accelerator("x", {"fp64": 1e12}, 1e9, 1e9, "https://example.org")
+    with pytest.raises(ValueError, match="latency"):
+        hardware.Link("x", 1e9, -1.0, "https://example.org")
+
+
+def test_catalog_markdown_lists_every_accelerator_and_link():
+    """``catalog_markdown()`` (the appendix table) has one row per accelerator and link, with its source."""
+    text = hardware.catalog_markdown()
+    for acc in hardware.accelerators():
+        assert re.search(rf"^\| {re.escape(acc.name)} \|", text, re.M), acc.name
+        assert acc.source in text
+    for link in hardware.links():
+        assert f"| {link.name} |" in text
+    table_rows = [l for l in text.splitlines() if l.startswith("| ")]
+    assert len(table_rows) == 2 + len(hardware.accelerators()) + len(hardware.links())
+    # the T4's fp16 ridge (65e12 / 320e9 = 203) appears in its row
+    t4_row = next(l for l in text.splitlines() if l.startswith("| T4 |"))
+    assert "| 203 |" in t4_row
