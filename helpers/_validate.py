@@ -71,7 +71,10 @@ def non_negative_int(name: str, value: object) -> int:
 def positive_array(name: str, value: object) -> np.ndarray:
     """Return ``value`` as a float array whose entries are all finite and > 0."""
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "iuf":  # rejects bools, strings ("10"), None and other objects
+            raise TypeError(raw.dtype)
+        arr = raw.astype(float)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
     if arr.size == 0:
