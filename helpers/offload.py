@@ -1,0 +1,267 @@
+"""Attention offload: run a decode step's attention on memory-rich devices.
+
+A decode step has two kinds of work (:func:`decode_split`):
+
+* **attention**: every sequence reads its *own* KV cache, so its FLOP and
+  its bytes both grow with ``batch * context`` and the intensity is a
+  constant of the model, ``2 * gqa_group / bytes_per_element`` FLOP/byte
+  (:func:`attention_intensity`), whatever the batch;
+* **the rest** (weight matmuls, lm_head, embedding rows; "linear" for
+  short): the weights are read once for the whole batch, so the intensity
+  grows with the batch.
+
+Attention offload (Chen et al. 2024, "Lamina") puts the linear layers on
+compute-rich GPUs and attention on cheaper memory-rich devices, at the price
+of shipping each sequence's query, new key and new value to the memory
+devices and the attention output back, at every layer
+(:func:`layer_traffic_bytes`). :func:`offload_step_time` adds the three
+times up; :func:`tokens_per_dollar` turns throughput and a *user-supplied*
+price into tokens per dollar. This module ships no prices.
+
+References
+----------
+Chen, Lin, Zhang, Wu (2024), "Efficient and Economic Large Language Model
+Inference with Attention Offloading", arXiv:2405.01814.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import _validate
+from .hardware import Accelerator, Link, dtype_bytes, get_accelerator, get_link
+from .llm import ModelConfig, decode_cost, get_model, kv_cache_bytes_per_token, weight_bytes
+from .ops import Cost
+from .roofline import roofline_time
+
+
+@dataclass(frozen=True)
+class DecodeSplit:
+    """One decode step's cost, split in two.
+
+    Attributes
+    ----------
+    attention : Cost
+        Scores and weighted values over ``context + 1`` keys per sequence,
+        and each sequence's KV cache read (``context`` tokens) and written (1 token).
+    linear : Cost
+        Everything else in :func:`helpers.llm.decode_cost`: weight matmuls,
+        lm_head, embedding rows; the weights are read once for the batch.
+    """
+
+    attention: Cost
+    linear: Cost
+
+    @property
+    def total(self) -> Cost:
+        """``attention + linear``, equal to :func:`helpers.llm.decode_cost`."""
+        return self.attention + self.linear
+
+
+def decode_split(model: str | ModelConfig, context: int, batch: int = 1, dtype: str = "bf16") -> DecodeSplit:
+    """Split :func:`helpers.llm.decode_cost` into its attention and its linear part.
+
+    Attention is the part of the decode cost that grows with the context:
+    ``decode_cost(context + 1) - decode_cost(context)`` is one more key per
+    sequence (its score, its weighted value, its KV bytes), and attention
+    over ``context + 1`` keys is ``context + 1`` times that. The linear part
+    is what remains. Deriving the split from ``decode_cost`` keeps this
+    module's counts identical to :mod:`helpers.llm`'s.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    context : int
+        Tokens already in each sequence's KV cache (>= 0).
+    batch : int
+        Sequences decoded together (>= 1).
+    dtype : str
+        Dtype of weights and KV cache.
+    """
+    m = get_model(model)
+    context = _validate.non_negative_int("context", context)
+    batch = _validate.positive_int("batch", batch)
+    total = decode_cost(m, context, batch, dtype)
+    longer = decode_cost(m, context + 1, batch, dtype)
+    keys = context + 1
+    attention = Cost((longer.flops - total.flops) * keys, (longer.bytes - total.bytes) * keys)
+    linear = Cost(total.flops - attention.flops, total.bytes - attention.bytes)
+    return DecodeSplit(attention, linear)
+
+
+def attention_intensity(model: str | ModelConfig, dtype: str = "bf16") -> float:
+    """Arithmetic intensity of decode attention in FLOP/byte: ``2 * gqa_group / bytes_per_element``.
+
+    Per cached token and layer a query reads ``2 * kv_dim`` elements (its key
+    and value) and spends ``4 * q_dim`` FLOP on them (score and weighted
+    value, 2 FLOP per multiply-accumulate), so ``4 q_dim / (2 kv_dim * b) =
+    2 * gqa_group / b``. No batch and no context appear: each sequence reads
+    its own cache. For Llama-3-70B (group 8) in bf16: 8 FLOP/byte.
+    """
+    m = get_model(model)
+    return 2.0 * m.gqa_group / dtype_bytes(dtype)
+
+
+def layer_traffic_bytes(model: str | ModelConfig, dtype: str = "bf16") -> tuple[float, float]:
+    """Bytes one sequence moves per layer between compute and memory devices: ``(sent, received)``.
+
+    Sent to the memory device: the query (``n_heads * head_dim`` elements)
+    and the new token's key and value (``2 * n_kv_heads * head_dim``, to be
+    appended to the cache there). Received back: the attention output
+    (``n_heads * head_dim``). For Llama-3-70B in bf16: sent
+    ``(8192 + 2 * 1024) * 2 = 20,480`` bytes, received ``16,384`` bytes.
+    """
+    m = get_model(model)
+    width = dtype_bytes(dtype)
+    return float((m.q_dim + 2 * m.kv_dim) * width), float(m.q_dim * width)
+
+
+def step_traffic_bytes(model: str | ModelConfig, batch: int = 1, dtype: str = "bf16") -> float:
+    """Bytes moved (both directions) in one decode step: ``batch * n_layers * (sent + received)``."""
+    m = get_model(model)
+    batch = _validate.positive_int("batch", batch)
+    sent, received = layer_traffic_bytes(m, dtype)
+    return batch * m.n_layers * (sent + received)
+
+
+@dataclass(frozen=True)
+class OffloadStep:
+    """Times of one decode step with attention offloaded (seconds).
+
+    Attributes
+    ----------
+    linear_s : float
+        Linear part on the compute GPUs (roofline time, work split evenly).
+    attention_s : float
+        Attention on the memory devices (roofline time, sequences split evenly).
+    transfer_s : float
+        Traffic of :func:`step_traffic_bytes` over the links, plus two
+        link latencies per layer (one to send, one to receive).
+    traffic_bytes : float
+        Bytes moved in the step, both directions together.
+    """
+
+    linear_s: float
+    attention_s: float
+    transfer_s: float
+    traffic_bytes: float
+
+    @property
+    def serial_s(self) -> float:
+        """Step time when the three parts run one after another (no overlap): their sum."""
+        return self.linear_s + self.attention_s + self.transfer_s
+
+    @property
+    def overlapped_s(self) -> float:
+        """Step time when micro-batches pipeline the three parts perfectly: the slowest part.
+
+        A lower bound: it assumes two or more micro-batches keep every
+        device and link busy at once (Lamina pipelines micro-batches this way).
+        """
+        return max(self.linear_s, self.attention_s, self.transfer_s)
+
+
+def offload_step_time(
+    model: str | ModelConfig,
+    context: int,
+    batch: int,
+    compute_acc: str | Accelerator,
+    memory_acc: str | Accelerator,
+    link: str | Link,
+    n_compute: int = 1,
+    n_memory: int = 1,
+    dtype: str = "bf16",
+    n_links: int | None = None,
+) -> OffloadStep:
+    """Time one decode step with linear layers on compute GPUs and attention on memory devices.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    context : int
+        Tokens in each sequence's cache.
+    batch : int
+        Sequences decoded together.
+    compute_acc, memory_acc : str or Accelerator
+        The compute-rich device (holds the weights) and the memory-rich one (holds the KV cache).
+    link : str or Link
+        The link between them; its bandwidth is per direction.
+    n_compute, n_memory : int
+        How many of each; each kind splits its work evenly (communication
+        inside a kind, e.g. tensor-parallel all-reduces, is ignored).
+    dtype : str
+    n_links : int, optional
+        Parallel links carrying the traffic (default: one per memory device).
+
+    Returns
+    -------
+    OffloadStep
+        ``transfer_s = 2 * n_layers * latency + traffic / (n_links * bandwidth)``.
+    """
+    n_compute = _validate.positive_int("n_compute", n_compute)
+    n_memory = _validate.positive_int("n_memory", n_memory)
+    n_links = n_memory if n_links is None else _validate.positive_int("n_links", n_links)
+    chosen = get_link(link)
+    m = get_model(model)
+    split = decode_split(m, context, batch, dtype)
+    linear_s = roofline_time(split.linear.flops / n_compute, split.linear.bytes / n_compute, compute_acc, dtype)
+    attention_s = roofline_time(split.attention.flops / n_memory, split.attention.bytes / n_memory, memory_acc, dtype)
+    traffic = step_traffic_bytes(m, batch, dtype)
+    transfer_s = 2 * m.n_layers * chosen.latency + traffic / (n_links * chosen.bandwidth)
+    return OffloadStep(linear_s, attention_s, transfer_s, traffic)
+
+
+def colocated_step_time(
+    model: str | ModelConfig, context: int, batch: int, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16"
+) -> float:
+    """Seconds per decode step with everything on ``n_gpus`` identical devices (the usual setup).
+
+    Roofline time of :func:`helpers.llm.decode_cost`, split evenly (communication ignored).
+    """
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    cost = decode_cost(model, context, batch, dtype)
+    return roofline_time(cost.flops / n_gpus, cost.bytes / n_gpus, acc, dtype)
+
+
+def _sequences_that_fit(free_bytes: float, model: ModelConfig, context: int, dtype: str) -> int:
+    per_sequence = (context + 1) * kv_cache_bytes_per_token(model, dtype)
+    return max(0, int(free_bytes // per_sequence))
+
+
+def max_batch_colocated(
+    model: str | ModelConfig, context: int, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16"
+) -> int:
+    """Most sequences of ``context + 1`` tokens whose KV cache fits beside the weights on ``n_gpus`` devices (0 if none)."""
+    m = get_model(model)
+    device = get_accelerator(acc)
+    context = _validate.non_negative_int("context", context)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    return _sequences_that_fit(n_gpus * device.memory_capacity - weight_bytes(m, dtype), m, context, dtype)
+
+
+def max_batch_offload(
+    model: str | ModelConfig, context: int, memory_acc: str | Accelerator, n_memory: int = 1, dtype: str = "bf16"
+) -> int:
+    """Most sequences of ``context + 1`` tokens whose KV cache fits on ``n_memory`` memory devices (they hold no weights)."""
+    m = get_model(model)
+    device = get_accelerator(memory_acc)
+    context = _validate.non_negative_int("context", context)
+    n_memory = _validate.positive_int("n_memory", n_memory)
+    return _sequences_that_fit(n_memory * device.memory_capacity, m, context, dtype)
+
+
+def weights_fit(model: str | ModelConfig, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16") -> bool:
+    """Whether the model's weights fit in the memory of ``n_gpus`` devices."""
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    return weight_bytes(model, dtype) <= n_gpus * get_accelerator(acc).memory_capacity
+
+
+def tokens_per_dollar(tokens_per_second: float, price_per_hour: float) -> float:
+    """Tokens generated per dollar: ``tokens_per_second * 3600 / price_per_hour``.
+
+    ``price_per_hour`` is what the reader pays for the whole deployment, in
+    dollars per hour; no price is built in.
+    """
+    tokens_per_second = _validate.non_negative("tokens_per_second", tokens_per_second)
+    price_per_hour = _validate.positive("price_per_hour", price_per_hour)
+    return tokens_per_second * 3600.0 / price_per_hour
