@@ -12,7 +12,12 @@ export MOONCAKE_TRACES
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: setup book student test test-unit test-notebooks test-book bench clean
+.PHONY: setup lite-wheels book student test test-unit test-notebooks test-book test-browser bench clean
+
+# Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
+# helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
+LITE_WHEELS := jupyterlite/pypi
+LITE_PINS := ipywidgets==8.1.9 comm==0.2.3 jupyterlab_widgets==3.0.17
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +28,19 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
-book: setup
+lite-wheels: setup
+	rm -rf $(LITE_WHEELS) && mkdir -p $(LITE_WHEELS)
+	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation -w $(LITE_WHEELS) .
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
+
+book: lite-wheels
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
+
+# The student edition: the same book without exercise solutions, for instructors to publish.
+student: lite-wheels
+	$(BIN)/python tools/student_edition.py config _build/student/_config.yml
+	$(BIN)/jupyter-book build . $(JB_FLAGS) --config _build/student/_config.yml --path-output _build/student
+	$(BIN)/python tools/student_edition.py strip _build/student/_build/html
 
 test-unit: setup
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider

@@ -1,0 +1,73 @@
+"""The student edition: the same book without exercise solutions.
+
+``python tools/student_edition.py config OUT.yml``
+    writes the book's ``_config.yml`` with ``hide_solutions: true`` (sphinx-exercise
+    drops every solution) and an edition note in the title, for ``jupyter-book build --config``.
+``python tools/student_edition.py strip HTML_DIR``
+    removes the solution blocks from the notebooks the built site offers for
+    download (``_sources``) and packs all chapter and lab notebooks into
+    ``HTML_DIR/_downloads/notebooks-student.zip``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+# A MyST ```{solution} ...``` block (any fence length >= 3) or :::{solution} ... ::: block.
+_SOLUTION = re.compile(r"(?ms)^(?P<fence>`{3,}|:{3,})\{solution\}.*?^(?P=fence)[ \t]*$\n?")
+
+
+def student_config(out: Path) -> None:
+    """Write the student-edition configuration to ``out``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    config["title"] = f"{config['title']} (student edition)"
+    config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    # Paths in the config are relative to the config file: make them absolute for the copy.
+    config["bibtex_bibfiles"] = [str(ROOT / name) for name in config.get("bibtex_bibfiles", [])]
+    local = config["sphinx"].get("local_extensions") or {}
+    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def strip_solutions(text: str) -> str:
+    """``text`` without its ``{solution}`` blocks."""
+    return _SOLUTION.sub("", text)
+
+
+def strip_notebook(path: Path) -> nbformat.NotebookNode:
+    """Load a notebook and drop the solution blocks from its Markdown cells."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = strip_solutions(cell.source)
+    return nb
+
+
+def strip_site(html_dir: Path) -> Path:
+    """Strip solutions from the downloadable sources and write the notebooks zip; return its path."""
+    for path in (html_dir / "_sources").rglob("*.ipynb"):
+        nbformat.write(strip_notebook(path), path)
+    archive = html_dir / "_downloads" / "notebooks-student.zip"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for folder in ("chapters", "labs"):
+            for path in sorted((ROOT / folder).glob("*.ipynb")):
+                zf.writestr(f"{folder}/{path.name}", nbformat.writes(strip_notebook(path)))
+    return archive
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in {"config", "strip"}:
+        sys.exit(__doc__)
+    if sys.argv[1] == "config":
+        student_config(Path(sys.argv[2]))
+    else:
+        print(f"wrote {strip_site(Path(sys.argv[2]))}")
