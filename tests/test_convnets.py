@@ -1,0 +1,85 @@
+"""Tests for helpers.convnets: ResNet-50 (He et al. 2016) on the roofline as the batch grows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import convnets, ops, roofline
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_layer_cost_rebuilds_resnet50_layers_at_any_batch(batch, dtype):
+    """layer_cost(layer at batch 1, B) equals ops.resnet50_layers(B) layer by layer."""
+    base = ops.resnet50_layers(1, dtype=dtype)
+    target = ops.resnet50_layers(batch, dtype=dtype)
+    for a, b in zip(base, target):
+        cost = convnets.layer_cost(a, batch, dtype)
+        assert_allclose([cost.flops, cost.bytes], [b.cost.flops, b.cost.bytes], rtol=1e-12)
+
+
+def test_resnet50_is_4_1_gmac_8_2_gflop():
+    """torchvision's ResNet-50 (v1.5) "4.09 GFLOPS" are multiply-accumulates: 8.2 GFLOP per image."""
+    rows = convnets.resnet50_roofline("t4", "fp16", 1)
+    assert_allclose(sum(r.flops for r in rows) / 2, 4.09e9, rtol=0.01)
+
+
+@pytest.mark.parametrize("acc, dtype", [("t4", "fp16"), ("t4", "fp32"), ("a100", "fp16"), ("a100", "fp32")])
+def test_bound_follows_intensity_versus_ridge(acc, dtype):
+    """A layer is memory-bound exactly when its intensity is below the ridge point."""
+    ridge = roofline.ridge_point(acc, dtype)
+    for row in convnets.resnet50_roofline(acc, dtype, 1):
+        assert (row.bound == "memory") == (row.intensity < ridge)
+        assert_allclose(row.time, max(row.flops / roofline.attainable_flops(1e9, acc, dtype), row.bytes / (roofline.attainable_flops(1.0, acc, dtype))), rtol=1e-12)
+
+
+def test_crossing_batch_separates_memory_and_compute_bound():
+    """Each layer is memory-bound below its crossing batch and compute-bound from the next whole batch on."""
+    for row, layer in zip(convnets.resnet50_roofline("a100", "fp16", 1), ops.resnet50_layers(1)):
+        crossing = row.crossing_batch
+        if math.isinf(crossing):
+            big = convnets.layer_cost(layer, 4096)
+            assert big.intensity < roofline.ridge_point("a100", "fp16")
+            continue
+        above = convnets.layer_cost(layer, max(1, math.ceil(crossing)))
+        assert above.intensity >= roofline.ridge_point("a100", "fp16") * (1 - 1e-12)
+        if crossing > 1:
+            below = convnets.layer_cost(layer, math.floor(crossing))
+            assert below.intensity < roofline.ridge_point("a100", "fp16")
+
+
+def test_fp32_on_t4_has_fewer_memory_bound_layers_than_fp16():
+    """The T4's fp32 ridge (8.1 TFLOP/s / 320 GB/s) is 8x lower than fp16's: far fewer layers are memory-bound."""
+    fp32 = convnets.count_memory_bound("t4", "fp32", 1)
+    fp16 = convnets.count_memory_bound("t4", "fp16", 1)
+    assert fp32 < fp16 / 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 256), st.integers(1, 256), st.sampled_from(["t4", "a100", "h100"]))
+def test_batching_never_adds_memory_bound_layers(b1, b2, acc):
+    """A larger batch never makes more ResNet-50 layers memory-bound (intensity grows with batch)."""
+    small, large = sorted((b1, b2))
+    assert convnets.count_memory_bound(acc, "fp16", large) <= convnets.count_memory_bound(acc, "fp16", small)
+
+
+@pytest.mark.parametrize(
+    "call, param, exc",
+    [
+        (lambda: convnets.layer_cost("conv1", 1), "layer", TypeError),
+        (lambda: convnets.layer_cost(ops.resnet50_layers(1)[0], 0), "batch", ValueError),
+        (lambda: convnets.resnet50_roofline("t4", "bf16"), "dtype", KeyError),
+        (lambda: convnets.resnet50_roofline("t4", "fp16", batch=0), "batch", ValueError),
+        (lambda: convnets.resnet50_roofline("t4", "fp16", image_size=16), "image_size", ValueError),
+        (lambda: convnets.count_memory_bound("x", "fp16"), "accelerator", KeyError),
+    ],
+)
+def test_bad_input_names_the_parameter(call, param, exc):
+    """Bad input raises an error whose message names the parameter."""
+    with pytest.raises(exc, match=param):
+        call()
