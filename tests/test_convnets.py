@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import convnets, ops, roofline
+from helpers import convnets, hardware, ops, roofline
 
 
 @pytest.mark.parametrize("batch", [1, 7, 64])
@@ -31,11 +31,12 @@ def test_resnet50_is_4_1_gmac_8_2_gflop():
 
 @pytest.mark.parametrize("acc, dtype", [("t4", "fp16"), ("t4", "fp32"), ("a100", "fp16"), ("a100", "fp32")])
 def test_bound_follows_intensity_versus_ridge(acc, dtype):
-    """A layer is memory-bound exactly when its intensity is below the ridge point."""
+    """A layer is memory-bound exactly when its intensity is below the ridge point; its time is the roofline max."""
     ridge = roofline.ridge_point(acc, dtype)
     for row in convnets.resnet50_roofline(acc, dtype, 1):
         assert (row.bound == "memory") == (row.intensity < ridge)
-        assert_allclose(row.time, max(row.flops / roofline.attainable_flops(1e9, acc, dtype), row.bytes / (roofline.attainable_flops(1.0, acc, dtype))), rtol=1e-12)
+        device = hardware.get_accelerator(acc)
+        assert_allclose(row.time, max(row.flops / device.flops(dtype), row.bytes / device.memory_bandwidth), rtol=1e-12)
 
 
 def test_crossing_batch_separates_memory_and_compute_bound():
