@@ -1,0 +1,400 @@
+"""Tests of :mod:`helpers.ops`: FLOP and byte counts, the Cost algebra,
+critical batch size, and ResNet-50's layer table.
+
+Conventions under test: 1 multiply-accumulate = 2 FLOP; bytes = each operand
+read once and each result written once. ResNet-50 references: He et al.,
+"Deep residual learning for image recognition", CVPR 2016 (he2016resnet),
+Table 1, in torchvision's "v1.5" form (stride 2 on the 3x3 convolution), whose
+``resnet50()`` has 25,557,032 parameters and 4.09 GMACs at 224x224.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import ops
+from helpers.hardware import dtype_bytes
+from helpers.ops import (
+    Cost,
+    conv2d_cost,
+    conv_output_size,
+    critical_batch_size,
+    elementwise_cost,
+    linear_cost,
+    matmul_cost,
+    mlp_cost,
+    reduction_cost,
+    resnet50_layers,
+)
+from helpers.roofline import ridge_point
+
+amounts = st.floats(min_value=0, max_value=1e15, allow_nan=False, allow_infinity=False)
+costs = st.builds(Cost, amounts, amounts)
+factors = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
+DEVICES = ["T4", "A100", "H100 SXM", "L4", "V100 SXM2"]
+
+RESNET50_PARAMS = 25_557_032  # torchvision.models.resnet50(): sum(p.numel() for p in m.parameters())
+RESNET50_MACS = 4_089_184_256  # convolutions + fc at 224x224, v1.5
+
+
+# --- hand-derived costs -------------------------------------------------------
+
+
+def test_matmul_cost_hand_derived():
+    """C[2,4] = A[2,3] @ B[3,4]: 2*2*3*4 = 48 FLOP; fp16 bytes 2*(6 + 12 + 8) = 52; fp32 104."""
+    c = matmul_cost(2, 3, 4)
+    assert (c.flops, c.bytes) == (48.0, 52.0)
+    assert matmul_cost(2, 3, 4, "fp32").bytes == 104.0
+    big = matmul_cost(4096, 4096, 4096, "bf16")
+    assert big.flops == 2 * 4096**3
+    assert_allclose(big.intensity, 2 * 4096**3 / (2 * 3 * 4096**2))  # = 4096/3 FLOP/byte
+
+
+def test_linear_cost_hand_derived():
+    """linear(8 tokens, 4096 -> 4096) fp16: 2*8*4096^2 = 268,435,456 FLOP;
+    bytes = 2*4096^2 (weights) + 2*8*(4096 + 4096) (in/out) = 33,685,504; int8 weights halve the weight term."""
+    c = linear_cost(8, 4096, 4096)
+    assert c.flops == 268_435_456
+    assert c.bytes == 33_685_504
+    q = linear_cost(8, 4096, 4096, "fp16", weight_dtype="int8")
+    assert q.flops == c.flops
+    assert q.bytes == 4096**2 + 2 * 8 * 8192
+    # small batch: intensity ~ 2B / w_w = 8 FLOP/byte for fp16 weights
+    assert_allclose(c.intensity, 8.0, rtol=1e-2)
+
+
+def test_mlp_cost_hand_derived():
+    """MLP d_model 4 -> d_ff 16 -> 4, batch 1, fp16: each projection 2*4*16 = 128 FLOP and
+    2*(64 weights + 4 + 16 activations) = 168 bytes. Plain: 256 FLOP, 336 bytes; gated (SwiGLU) adds a
+    third projection: 384 FLOP, 504 bytes."""
+    plain = mlp_cost(1, 4, 16)
+    assert (plain.flops, plain.bytes) == (256.0, 336.0)
+    gated = mlp_cost(1, 4, 16, gated=True)
+    assert (gated.flops, gated.bytes) == (384.0, 504.0)
+    with pytest.raises(TypeError, match="gated"):
+        mlp_cost(1, 4, 16, gated=1)  # type: ignore[arg-type]
+
+
+def test_conv2d_cost_hand_derived():
+    """ResNet-50 conv1 (3 -> 64, 7x7, stride 2, pad 3) at 224: output 112x112;
+    FLOP = 2*112*112*64*3*7*7 = 236,027,904; fp16 bytes = 2*(3*224*224 + 64*3*49 + 64*112*112) = 1,925,504."""
+    c = conv2d_cost(1, 3, 64, 224, 224, 7, stride=2)
+    assert c.flops == 236_027_904
+    assert c.bytes == 1_925_504
+    assert conv2d_cost(4, 3, 64, 224, 224, 7, stride=2).flops == 4 * c.flops
+    # a 1x1 convolution is a matmul of (N*P*Q, C) x (C, K)
+    one = conv2d_cost(2, 64, 256, 56, 56, 1, dtype="fp32")
+    mm = matmul_cost(2 * 56 * 56, 64, 256, "fp32")
+    assert one.flops == mm.flops and one.bytes == mm.bytes
+
+
+def test_conv_output_size():
+    """(size + 2 pad - kernel) // stride + 1: 224 -7x7/2-> 112 -3x3 pool/2-> 56; default pad = kernel // 2."""
+    assert conv_output_size(224, 7, 2) == 112
+    assert conv_output_size(112, 3, 2, 1) == 56
+    assert conv_output_size(56, 3, 1) == 56
+    assert conv_output_size(5, 5, 1, 0) == 1
+    with pytest.raises(ValueError, match="kernel"):
+        conv_output_size(3, 7, 1, 0)
+
+
+def test_elementwise_and_reduction_costs():
+    """Elementwise add of 1000 fp32: 1000 FLOP, 3*4*1000 bytes (2 reads + 1 write) -> 1/12 FLOP/byte.
+    Row-sum of 1000 into 10: 990 additions, (1000 + 10)*4 bytes."""
+    add = elementwise_cost(1000, "fp32", n_inputs=2)
+    assert (add.flops, add.bytes) == (1000.0, 12000.0)
+    assert_allclose(add.intensity, 1 / 12)
+    red = reduction_cost(1000, "fp32", outputs=10)
+    assert (red.flops, red.bytes) == (990.0, 4040.0)
+    with pytest.raises(ValueError, match="outputs"):
+        reduction_cost(10, outputs=11)
+
+
+# --- Cost algebra ---------------------------------------------------------------
+
+
+@given(costs, costs)
+def test_cost_addition_commutes(a, b):
+    """Property: a + b == b + a (running two kernels in either order costs the same)."""
+    assert a + b == b + a
+
+
+@given(costs, costs, costs)
+def test_cost_addition_associates(a, b, c):
+    """Property: (a + b) + c == a + (b + c) up to float rounding."""
+    left, right = (a + b) + c, a + (b + c)
+    assert_allclose([left.flops, left.bytes], [right.flops, right.bytes], rtol=1e-12)
+
+
+@given(costs, costs, factors)
+def test_cost_scaling_distributes(a, b, k):
+    """Property: k (a + b) == k a + k b, and k * a == a * k."""
+    left, right = k * (a + b), k * a + k * b
+    assert_allclose([left.flops, left.bytes], [right.flops, right.bytes], rtol=1e-12)
+    assert k * a == a * k
+
+
+@given(costs, factors)
+def test_cost_intensity_invariant_under_scaling(a, k):
+    """Property: running a kernel k times does not change its intensity."""
+    if a.bytes == 0:
+        assert (k * a).intensity == math.inf
+    else:
+        assert_allclose((k * a).intensity, a.intensity, rtol=1e-12)
+
+
+@given(st.lists(costs, max_size=8))
+def test_cost_sum(items):
+    """Property: built-in sum() works on Costs (starts from 0) and equals the fold of +."""
+    total = sum(items)
+    if not items:
+        assert total == 0
+        return
+    assert_allclose(total.flops, math.fsum(c.flops for c in items), rtol=1e-12)
+    assert_allclose(total.bytes, math.fsum(c.bytes for c in items), rtol=1e-12)
+
+
+def test_cost_validation_and_intensity():
+    """Negative/NaN/non-number work raises naming the field; no bytes -> infinite intensity; Cost is frozen."""
+    assert Cost(10, 0).intensity == math.inf
+    assert Cost(10, 5).intensity == 2
+    with pytest.raises(ValueError, match="flops"):
+        Cost(-1, 1)
+    with pytest.raises(ValueError, match="bytes"):
+        Cost(1, float("nan"))
+    with pytest.raises(TypeError, match="flops"):
+        Cost("1", 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="factor"):
+        Cost(1, 1) * -2
+    with pytest.raises(TypeError):
+        Cost(1, 1) + 1  # type: ignore[operator]
+    with pytest.raises(Exception):
+        Cost(1, 1).flops = 2  # type: ignore[misc]
+
+
+# --- critical batch size ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_critical_batch_wide_layer_limit(device):
+    """Wide-layer limit: intensity -> 2B / w_w, so B* = ridge for fp16 weights and ridge / 2 for int8 weights.
+
+    T4 example: ridge 203 FLOP/byte -> critical batch 203 (fp16), ~102 (int8 weights).
+    """
+    ridge = ridge_point(device, "fp16")
+    assert_allclose(critical_batch_size(device, "fp16"), ridge, rtol=1e-12)
+    assert_allclose(critical_batch_size(device, "fp16", weight_dtype="int8"), ridge / 2, rtol=1e-12)
+    # the exact formula tends to the limit for very wide layers
+    assert_allclose(critical_batch_size(device, "fp16", d_in=10**8, d_out=10**8), ridge, rtol=1e-4)
+
+
+@given(
+    st.sampled_from(DEVICES),
+    st.integers(min_value=2048, max_value=65536),
+    st.integers(min_value=2048, max_value=65536),
+    st.sampled_from([None, "int8"]),
+)
+def test_critical_batch_exact_matches_linear_intensity(device, d_in, d_out, weight_dtype):
+    """Property: at B*, the linear layer's intensity (linear_cost's own byte count) equals the ridge point.
+
+    The continuous intensity 2B d_in d_out / (w_w d_in d_out + w_a B (d_in + d_out)) at B* is the ridge, and
+    the integer batches on either side of B* straddle it.
+    """
+    ridge = ridge_point(device, "fp16")
+    b = critical_batch_size(device, "fp16", weight_dtype, d_in=d_in, d_out=d_out)
+    assert math.isfinite(b) and b > 0
+    w_w = dtype_bytes(weight_dtype or "fp16")
+    intensity = 2 * b * d_in * d_out / (w_w * d_in * d_out + 2 * b * (d_in + d_out))
+    assert_allclose(intensity, ridge, rtol=1e-9)
+    below = linear_cost(max(1, math.floor(b)), d_in, d_out, "fp16", weight_dtype).intensity
+    above = linear_cost(math.ceil(b) + (b == math.ceil(b)), d_in, d_out, "fp16", weight_dtype).intensity
+    assert below <= ridge * (1 + 1e-12) <= above * (1 + 1e-12)
+
+
+def test_critical_batch_inf_when_never_compute_bound():
+    """A narrow layer (100 x 100 on an H100, ridge 295) never reaches the ridge: its intensity is capped at
+    2 d_in d_out / (w_a (d_in + d_out)) = 50 FLOP/byte, so the critical batch is infinite."""
+    assert critical_batch_size("H100", "bf16", d_in=100, d_out=100) == math.inf
+    assert critical_batch_size("H100", "bf16", d_in=4096, d_out=4096) < math.inf
+
+
+def test_critical_batch_bad_input():
+    """Only one of d_in/d_out, or bad dims/dtypes, raises naming the parameter."""
+    with pytest.raises(ValueError, match="d_out"):
+        critical_batch_size("T4", d_in=4096)
+    with pytest.raises(ValueError, match="d_in"):
+        critical_batch_size("T4", d_in=0, d_out=10)
+    with pytest.raises(KeyError, match="dtype"):
+        critical_batch_size("T4", "bf16")
+    with pytest.raises(KeyError, match="accelerator"):
+        critical_batch_size("nope")
+
+
+@pytest.mark.parametrize(
+    "call, param",
+    [
+        (lambda: matmul_cost(0, 1, 1), "m"),
+        (lambda: matmul_cost(1, -2, 1), "k"),
+        (lambda: matmul_cost(1, 1, 1.5), "n"),
+        (lambda: linear_cost(True, 1, 1), "batch"),
+        (lambda: linear_cost(1, "8", 1), "d_in"),
+        (lambda: linear_cost(1, 1, float("nan")), "d_out"),
+        (lambda: conv2d_cost(1, 3, 64, 224, 224, 0), "kernel"),
+        (lambda: conv2d_cost(1, 3, 64, 224, 224, 3, stride=0), "stride"),
+        (lambda: conv2d_cost(1, 3, 64, 224, 224, 3, padding=-1), "padding"),
+        (lambda: elementwise_cost(0), "n"),
+        (lambda: resnet50_layers(batch=0), "batch"),
+        (lambda: resnet50_layers(image_size=16), "image_size"),
+    ],
+)
+def test_bad_dimensions_raise_naming_parameter(call, param):
+    """Zero, negative, fractional, NaN, bool or string dimensions raise ValueError/TypeError naming the parameter."""
+    with pytest.raises((ValueError, TypeError), match=param):
+        call()
+
+
+def test_unknown_dtype_raises():
+    """An unknown dtype raises KeyError naming ``dtype``."""
+    with pytest.raises(KeyError, match="dtype"):
+        matmul_cost(1, 1, 1, "fp64")
+
+
+# --- ResNet-50 --------------------------------------------------------------------
+
+
+def test_resnet50_structure():
+    """53 convolutions (1 stem + 16 bottlenecks x 3 + 4 projections) then one fc 2048 -> 1000 (He et al. 2016, Table 1)."""
+    layers = resnet50_layers()
+    convs = [l for l in layers if l.kind == "conv"]
+    assert len(convs) == 1 + 3 * (3 + 4 + 6 + 3) + 4 == 53
+    assert layers[-1].kind == "fc" and (layers[-1].c_in, layers[-1].c_out) == (2048, 1000)
+    assert len(layers) == 54
+    assert convs[-1].out_size == 7  # 224 / 32
+    # v1.5: the stride sits on the 3x3 conv of each downsampling block
+    strided = [l.name for l in convs if l.stride == 2]
+    assert strided == [
+        "conv1",
+        "layer2.0.conv2",
+        "layer2.0.downsample",
+        "layer3.0.conv2",
+        "layer3.0.downsample",
+        "layer4.0.conv2",
+        "layer4.0.downsample",
+    ]
+
+
+def test_resnet50_params_match_torchvision():
+    """Weights plus batch-norm (2 per conv output channel: gamma, beta) = 25,557,032, torchvision's count."""
+    layers = resnet50_layers()
+    weights = sum(l.params for l in layers)
+    batch_norm = sum(2 * l.c_out for l in layers if l.kind == "conv")
+    assert weights + batch_norm == RESNET50_PARAMS
+
+
+def test_resnet50_macs():
+    """MACs at 224 (convs + fc) = 4,089,184,256 ≈ 4.09e9, the figure usually quoted as "4.1 GFLOPs"; FLOP is twice that."""
+    layers = resnet50_layers()
+    macs = sum(l.macs for l in layers)
+    assert macs == RESNET50_MACS
+    assert sum(l.cost.flops for l in layers) == 2 * RESNET50_MACS
+
+
+@pytest.mark.parametrize("batch", [2, 8, 64])
+def test_resnet50_flops_scale_with_batch(batch):
+    """FLOP scale linearly with the batch; bytes grow less than linearly (weights are read once per batch)."""
+    one = sum((l.cost for l in resnet50_layers(1)), Cost(0, 0))
+    many = sum((l.cost for l in resnet50_layers(batch)), Cost(0, 0))
+    assert many.flops == batch * one.flops
+    assert one.bytes < many.bytes < batch * one.bytes
+    assert many.intensity > one.intensity
+
+
+def _plain_torch_resnet50():
+    """ResNet-50 v1.5 written with torch.nn only (no torchvision), after He et al. 2016 Table 1."""
+    import torch.nn as nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c_in: int, width: int, stride: int) -> None:
+            super().__init__()
+            out = 4 * width
+            self.body = nn.Sequential(
+                nn.Conv2d(c_in, width, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False),  # v1.5: stride here
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, out, 1, bias=False),
+                nn.BatchNorm2d(out),
+            )
+            self.shortcut = (
+                nn.Sequential(nn.Conv2d(c_in, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))
+                if stride != 1 or c_in != out
+                else nn.Identity()
+            )
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.relu(self.body(x) + self.shortcut(x))
+
+    blocks = []
+    c_in = 64
+    for stage, (count, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512))):
+        for i in range(count):
+            blocks.append(Bottleneck(c_in, width, 2 if (i == 0 and stage > 0) else 1))
+            c_in = 4 * width
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, stride=2, padding=1),
+        *blocks,
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(2048, 1000),
+    )
+
+
+def test_resnet50_against_torch_flop_counter():
+    """Independent check: a plain-torch ResNet-50 counted by ``torch.utils.flop_counter.FlopCounterMode``
+    at batch 1 on a 1x3x224x224 input has exactly the helpers' conv + fc FLOP, and 25,557,032 parameters.
+
+    FlopCounterMode's convention is checked first on one convolution and one linear layer: it counts
+    2 FLOP per MAC for convolutions and matmuls, and ignores biases, batch norm, pooling and ReLU,
+    which is the helpers' convention too (the fc bias is counted as a weight, not as FLOP).
+    The network runs on PyTorch's meta device (shapes only), which FlopCounterMode counts identically.
+    """
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad():
+        conv = torch.nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        with FlopCounterMode(display=False) as counter:
+            conv(torch.zeros(1, 3, 224, 224))
+        assert counter.get_total_flops() == 2 * 112 * 112 * 64 * 3 * 7 * 7
+
+        # on the meta device shapes propagate without arithmetic: the count is the same, and instant
+        with torch.device("meta"):
+            model = _plain_torch_resnet50().eval()
+            image = torch.zeros(1, 3, 224, 224)
+        assert sum(p.numel() for p in model.parameters()) == RESNET50_PARAMS
+        with FlopCounterMode(display=False) as counter:
+            out = model(image)
+    assert tuple(out.shape) == (1, 1000)
+    helpers_flops = sum(l.cost.flops for l in resnet50_layers(batch=1, image_size=224))
+    assert counter.get_total_flops() == helpers_flops
+
+
+def test_layer_properties():
+    """Layer.params counts conv weights (c_out c_in k^2) and the fc bias; Layer.macs is flops / 2."""
+    layers = resnet50_layers()
+    first, fc = layers[0], layers[-1]
+    assert first.params == 64 * 3 * 49
+    assert fc.params == 2048 * 1000 + 1000
+    assert first.macs == first.cost.flops / 2
+    assert isinstance(ops.Layer, type)
