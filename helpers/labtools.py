@@ -1,0 +1,265 @@
+"""Plumbing for the labs: datasheet look-up of the running GPU, timed sweeps, predicted-vs-measured tables.
+
+The labs predict a time with the book's models (:mod:`helpers.roofline`,
+:mod:`helpers.batching`, :mod:`helpers.convnets`), measure it with
+:mod:`helpers.bench`, and compare. This module holds what they share:
+
+* :func:`catalog_accelerator` -- the datasheet entry of the GPU torch reports
+  (``"Tesla T4"`` -> ``T4``), or ``None`` (a CPU, or a GPU not in the catalog);
+* :func:`timed_sweep` -- time one callable per sweep value with a progress bar,
+  stopping cleanly when a GPU runs out of memory;
+* :func:`largest_that_fits` -- the first size in a list that does not run out of memory;
+* :class:`Comparison` -- predicted against measured with relative errors, as a Markdown table.
+
+Torch is imported lazily, as in :mod:`helpers.bench`. Units: seconds, FLOP/s, bytes/s.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import _validate
+from .hardware import Accelerator, get_accelerator
+
+# (pattern on the lower-cased torch device name, catalog name). Order matters: "h200" before "h20".
+_CATALOG_PATTERNS: tuple[tuple[str, str | None], ...] = (
+    (r"h100.*(pcie|nvl)", None),  # the catalog holds the SXM part only; a PCIe H100 has other ceilings
+    (r"h200", "H200 SXM"),
+    (r"h100", "H100 SXM"),
+    (r"h800", "H800 SXM"),
+    (r"\bh20\b", "H20"),
+    (r"a100.*40\s*gb", "A100 SXM4 40GB"),
+    (r"a100", "A100 SXM4 80GB"),
+    (r"a800", "A800 SXM4 80GB"),
+    (r"v100", "V100 SXM2"),
+    (r"a10g", "A10G"),
+    (r"\bl4\b", "L4"),
+    (r"\bt4\b", "T4"),
+    (r"rtx 4090", "RTX 4090"),
+)
+
+
+def catalog_accelerator(device_name: str) -> Accelerator | None:
+    """The catalog entry (:mod:`helpers.hardware`) for a device name as torch reports it, or ``None``.
+
+    ``torch.cuda.get_device_name()`` spells names its own way (``"Tesla T4"``,
+    ``"NVIDIA A100-SXM4-80GB"``, ``"NVIDIA H100 80GB HBM3"``); this maps them
+    onto the catalog. A CPU (``helpers.bench.device_name`` starts with
+    ``"CPU"``), an unknown GPU, or a variant whose ceilings differ from the
+    catalog's part (an H100 PCIe) gives ``None``: there is no datasheet
+    roofline to compare with.
+
+    Parameters
+    ----------
+    device_name : str
+        The device's name, e.g. from :func:`helpers.bench.device_name`.
+
+    Returns
+    -------
+    Accelerator or None
+    """
+    key = _validate.name("device_name", device_name)
+    if key.startswith("cpu"):
+        return None
+    for pattern, name in _CATALOG_PATTERNS:
+        if re.search(pattern, key):
+            return None if name is None else get_accelerator(name)
+    return None
+
+
+def relative_error(predicted: float | Sequence[float] | np.ndarray, measured: float | Sequence[float] | np.ndarray) -> np.ndarray:
+    """Signed relative error of a prediction: ``(predicted - measured) / measured``.
+
+    Positive: the model predicted more than was measured (e.g. a slower time).
+    Both inputs must be positive and have the same shape.
+    """
+    p = _validate.positive_array("predicted", predicted)
+    m = _validate.positive_array("measured", measured)
+    if p.shape != m.shape:
+        raise ValueError(f"predicted and measured must have the same shape, got {p.shape} and {m.shape}")
+    return (p - m) / m
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Predicted against measured values of one quantity, row by row.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        Row labels (e.g. ``"batch 64"``).
+    predicted, measured : numpy.ndarray
+        Values in ``unit`` (both > 0).
+    unit : str
+        Unit of the values, e.g. ``"s"`` or ``"FLOP/s"``.
+    device : str
+        Where ``measured`` was measured.
+    """
+
+    labels: tuple[str, ...]
+    predicted: np.ndarray
+    measured: np.ndarray
+    unit: str
+    device: str
+
+    def __post_init__(self) -> None:
+        labels = tuple(str(label) for label in self.labels)
+        errors = relative_error(self.predicted, self.measured)
+        if errors.ndim != 1 or len(labels) != errors.size:
+            raise ValueError(f"labels must have one entry per value ({errors.size}), got {len(labels)}")
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "predicted", np.asarray(self.predicted, dtype=float))
+        object.__setattr__(self, "measured", np.asarray(self.measured, dtype=float))
+
+    @property
+    def relative_error(self) -> np.ndarray:
+        """``(predicted - measured) / measured`` per row."""
+        return relative_error(self.predicted, self.measured)
+
+    @property
+    def median_abs_error(self) -> float:
+        """Median of ``|relative error|`` over the rows."""
+        return float(np.median(np.abs(self.relative_error)))
+
+    @property
+    def max_abs_error(self) -> float:
+        """Largest ``|relative error|`` over the rows."""
+        return float(np.max(np.abs(self.relative_error)))
+
+    def markdown(self, scale: float = 1.0, scaled_unit: str | None = None, digits: int = 3) -> str:
+        """The comparison as a Markdown table: label, predicted, measured, relative error.
+
+        Values are divided by ``scale`` and shown in ``scaled_unit`` (e.g.
+        ``scale=1e-3, scaled_unit="ms"``), with ``digits`` significant digits.
+        """
+        scale = _validate.positive("scale", scale)
+        digits = _validate.positive_int("digits", digits)
+        unit = self.unit if scaled_unit is None else scaled_unit
+        head = f"| | predicted ({unit}) | measured ({unit}) | relative error |\n|---|---:|---:|---:|\n"
+        rows = [
+            f"| {label} | {p / scale:.{digits}g} | {m / scale:.{digits}g} | {e:+.0%} |"
+            for label, p, m, e in zip(self.labels, self.predicted, self.measured, self.relative_error)
+        ]
+        foot = (
+            f"\n\nMeasured on {self.device}. Median |error| {self.median_abs_error:.0%}, "
+            f"max |error| {self.max_abs_error:.0%}."
+        )
+        return head + "\n".join(rows) + foot
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is there whenever a lab runs
+        return False
+    return isinstance(exc, torch.cuda.OutOfMemoryError)
+
+
+def _free_gpu_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+@dataclass(frozen=True)
+class TimedSweep:
+    """Measured seconds per call over a sweep (e.g. of batch sizes).
+
+    Attributes
+    ----------
+    values : numpy.ndarray
+        The sweep values that were timed (those before an out-of-memory stop).
+    seconds : numpy.ndarray
+        Median seconds per call at each value.
+    spread : numpy.ndarray
+        Interquartile range of the repeats at each value, seconds.
+    device : str
+        Where the calls ran.
+    stopped_at : object or None
+        The first value that ran out of GPU memory (the sweep stopped there), else ``None``.
+    """
+
+    values: np.ndarray
+    seconds: np.ndarray
+    spread: np.ndarray
+    device: str
+    stopped_at: Any = None
+
+
+def timed_sweep(
+    values: Sequence[Any],
+    make_call: Callable[[Any], Callable[[], Any]],
+    repeats: int = 5,
+    warmup: int = 2,
+    desc: str = "sweep",
+    progress: bool = True,
+    dev: Any = None,
+) -> TimedSweep:
+    """Time ``make_call(value)()`` for each value with :func:`helpers.bench.time_fn`.
+
+    ``make_call(value)`` allocates what the call needs (inputs, a layer) and
+    returns a zero-argument function that does the work once. A
+    ``torch.cuda.OutOfMemoryError`` while building or timing stops the sweep:
+    the values timed so far are kept and ``stopped_at`` names the value that
+    did not fit. A tqdm progress bar shows the sweep (``progress=False`` hides it).
+    """
+    from . import bench
+
+    values = list(values)
+    if not values:
+        raise ValueError("values must not be empty")
+    if not callable(make_call):
+        raise TypeError("make_call must be callable")
+    repeats = _validate.positive_int("repeats", repeats)
+    warmup = _validate.non_negative_int("warmup", warmup)
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, got {progress!r}")
+    from tqdm.auto import tqdm
+
+    done, medians, spreads, stopped, device = [], [], [], None, None
+    for value in tqdm(values, desc=desc, disable=not progress, leave=False):
+        try:
+            timing = bench.time_fn(make_call(value), warmup=warmup, repeats=repeats, dev=dev)
+        except Exception as exc:  # only out-of-memory is expected; anything else propagates
+            if not _is_out_of_memory(exc):
+                raise
+            _free_gpu_memory()
+            stopped = value
+            break
+        done.append(value)
+        medians.append(timing.median)
+        spreads.append(timing.spread)
+        device = timing.device
+    if not done:
+        raise RuntimeError(f"the first sweep value {values[0]!r} already ran out of GPU memory")
+    return TimedSweep(np.asarray(done), np.asarray(medians), np.asarray(spreads), str(device), stopped)
+
+
+def largest_that_fits(sizes: Sequence[Any], run: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Try ``run(size)`` for each size in order (largest first) until one fits in GPU memory.
+
+    Returns ``(size, run(size))`` for the first size that does not raise
+    ``torch.cuda.OutOfMemoryError``; other errors propagate. If every size
+    runs out of memory the last error is raised.
+    """
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError("sizes must not be empty")
+    if not callable(run):
+        raise TypeError("run must be callable")
+    for i, size in enumerate(sizes):
+        try:
+            return size, run(size)
+        except Exception as exc:
+            if not _is_out_of_memory(exc) or i == len(sizes) - 1:
+                raise
+            _free_gpu_memory()
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,136 @@
+"""Tests for helpers.labtools: datasheet look-up of torch device names, sweeps, predicted-vs-measured tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import labtools
+from helpers.hardware import get_accelerator
+
+
+@pytest.mark.parametrize(
+    "torch_name, catalog",
+    [
+        ("Tesla T4", "T4"),
+        ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
+        ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H200", "H200 SXM"),
+        ("NVIDIA H20", "H20"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA A10G", "A10G"),
+        ("Tesla V100-SXM2-16GB", "V100 SXM2"),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ],
+)
+def test_catalog_accelerator_maps_torch_names(torch_name, catalog):
+    """Names as torch.cuda.get_device_name() spells them find their datasheet entry (helpers.hardware sources)."""
+    assert labtools.catalog_accelerator(torch_name) is get_accelerator(catalog)
+
+
+@pytest.mark.parametrize("name", ["CPU: Intel(R) Xeon(R) Processor (2 threads)", "NVIDIA H100 PCIe", "NVIDIA RTX A6000", "Tesla P100-PCIE-16GB"])
+def test_catalog_accelerator_none_without_a_datasheet(name):
+    """A CPU, an unlisted GPU or a variant with other ceilings has no datasheet roofline: None, not a wrong one."""
+    assert labtools.catalog_accelerator(name) is None
+
+
+def test_catalog_accelerator_rejects_bad_input():
+    """A non-string or empty name raises with the parameter named."""
+    with pytest.raises(TypeError, match="device_name"):
+        labtools.catalog_accelerator(4)
+    with pytest.raises(ValueError, match="device_name"):
+        labtools.catalog_accelerator("  ")
+
+
+def test_relative_error_values():
+    """(predicted - measured) / measured: 2 vs 1 is +100 %, 1 vs 2 is -50 %."""
+    assert_allclose(labtools.relative_error([2.0, 1.0, 3.0], [1.0, 2.0, 3.0]), [1.0, -0.5, 0.0])
+
+
+@given(st.floats(1e-9, 1e9), st.floats(1e-9, 1e9))
+def test_relative_error_sign_and_inverse(p, m):
+    """The error is positive exactly when the prediction is larger, and predicted = measured * (1 + error)."""
+    e = float(labtools.relative_error(p, m))
+    assert (e > 0) == (p > m)
+    assert_allclose(m + m * e, p, rtol=1e-9, atol=1e-12 * m)
+
+
+def test_relative_error_rejects_bad_input():
+    """Non-positive values or mismatched shapes name the offending parameter."""
+    with pytest.raises(ValueError, match="measured"):
+        labtools.relative_error(1.0, 0.0)
+    with pytest.raises(ValueError, match="predicted"):
+        labtools.relative_error([-1.0], [1.0])
+    with pytest.raises(ValueError, match="same shape"):
+        labtools.relative_error([1.0, 2.0], [1.0])
+
+
+def test_comparison_statistics_and_table():
+    """Median and max |error| summarise the rows; the table shows scaled values and signed errors."""
+    c = labtools.Comparison(("a", "b", "c"), np.array([1e-3, 3e-3, 1e-3]), np.array([1e-3, 2e-3, 2e-3]), "s", "test device")
+    assert_allclose(c.relative_error, [0.0, 0.5, -0.5])
+    assert c.median_abs_error == pytest.approx(0.5)
+    assert c.max_abs_error == pytest.approx(0.5)
+    table = c.markdown(scale=1e-3, scaled_unit="ms")
+    assert "| b | 3 | 2 | +50% |" in table
+    assert "| c | 1 | 2 | -50% |" in table
+    assert "test device" in table and "(ms)" in table
+
+
+def test_comparison_rejects_mismatched_labels():
+    """One label per row, else ValueError naming labels."""
+    with pytest.raises(ValueError, match="labels"):
+        labtools.Comparison(("a",), np.array([1.0, 2.0]), np.array([1.0, 2.0]), "s", "dev")
+
+
+def test_timed_sweep_times_grow_with_work():
+    """Timing a sleep of growing length on the CPU gives growing medians, one per value, and the device name."""
+    import time
+
+    sweep = labtools.timed_sweep([1e-3, 1e-2], lambda s: (lambda: time.sleep(s)), repeats=3, warmup=0, progress=False, dev="cpu")
+    assert list(sweep.values) == [1e-3, 1e-2]
+    assert sweep.seconds[1] > sweep.seconds[0] >= 1e-3
+    assert sweep.device.startswith("CPU") and sweep.stopped_at is None
+
+
+def test_timed_sweep_stops_at_out_of_memory():
+    """A value that raises torch.cuda.OutOfMemoryError ends the sweep, keeping what was timed before it."""
+
+    def make(value):
+        if value >= 3:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return lambda: None
+
+    sweep = labtools.timed_sweep([1, 2, 3, 4], make, repeats=2, warmup=0, progress=False, dev="cpu")
+    assert list(sweep.values) == [1, 2] and sweep.stopped_at == 3
+
+
+def test_timed_sweep_other_errors_propagate():
+    """Only out-of-memory is caught: a bug in the timed code is not hidden."""
+    with pytest.raises(ZeroDivisionError):
+        labtools.timed_sweep([1], lambda v: (lambda: 1 / 0), repeats=1, warmup=0, progress=False, dev="cpu")
+    with pytest.raises(ValueError, match="values"):
+        labtools.timed_sweep([], lambda v: (lambda: None))
+    with pytest.raises(ValueError, match="repeats"):
+        labtools.timed_sweep([1], lambda v: (lambda: None), repeats=0)
+
+
+def test_largest_that_fits_skips_out_of_memory():
+    """Sizes that run out of GPU memory are skipped; the first that fits is returned with its result."""
+
+    def run(size):
+        if size > 100:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return size * 2
+
+    assert labtools.largest_that_fits([1000, 500, 100, 10], run) == (100, 200)
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        labtools.largest_that_fits([1000, 500], run)
+    with pytest.raises(KeyError):
+        labtools.largest_that_fits([1], lambda s: {}["x"])
