@@ -265,3 +265,29 @@ def tokens_per_dollar(tokens_per_second: float, price_per_hour: float) -> float:
     tokens_per_second = _validate.non_negative("tokens_per_second", tokens_per_second)
     price_per_hour = _validate.positive("price_per_hour", price_per_hour)
     return tokens_per_second * 3600.0 / price_per_hour
+
+
+def breakeven_price_ratio(
+    offload_tokens_per_s: float,
+    n_compute: int,
+    n_memory: int,
+    baseline_tokens_per_s: float,
+    n_baseline: int,
+) -> float:
+    """Price of one memory device, as a fraction of one compute GPU's, at which offload and baseline tie.
+
+    The baseline runs ``n_baseline`` compute GPUs at price ``p`` each; the
+    offload deployment ``n_compute`` of them plus ``n_memory`` memory
+    devices at price ``q`` each. Equal tokens per dollar,
+    ``T_off / (n_compute p + n_memory q) = T_base / (n_baseline p)``, gives
+    ``q / p = (n_baseline T_off / T_base - n_compute) / n_memory``.
+    Offload is cheaper per token iff the memory device costs less than that
+    fraction; a negative result means it loses even with free memory devices.
+    No price is needed, only the ratio.
+    """
+    offload_tokens_per_s = _validate.non_negative("offload_tokens_per_s", offload_tokens_per_s)
+    baseline_tokens_per_s = _validate.positive("baseline_tokens_per_s", baseline_tokens_per_s)
+    n_compute = _validate.positive_int("n_compute", n_compute)
+    n_memory = _validate.positive_int("n_memory", n_memory)
+    n_baseline = _validate.positive_int("n_baseline", n_baseline)
+    return (n_baseline * offload_tokens_per_s / baseline_tokens_per_s - n_compute) / n_memory

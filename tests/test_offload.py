@@ -124,6 +124,23 @@ def test_tokens_per_dollar_by_hand():
     assert_allclose(offload.tokens_per_dollar(1000, 3.6), 1e6)
 
 
+def test_breakeven_price_ratio_by_hand():
+    """8 GPUs make 1000 tok/s; 4 GPUs + 8 memory devices make 1500: tie when 8p/1000 = (4p + 8q)/1500, q = p."""
+    assert_allclose(offload.breakeven_price_ratio(1500, 4, 8, 1000, 8), 1.0)
+    assert offload.breakeven_price_ratio(400, 4, 8, 1000, 8) < 0  # loses even with free memory devices
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1, 1e6), st.floats(1, 1e6), st.integers(1, 16), st.integers(1, 64), st.integers(1, 16), st.floats(0.1, 10))
+def test_breakeven_price_ratio_ties_tokens_per_dollar(t_off, t_base, n_c, n_m, n_b, price):
+    """At the break-even ratio (when positive) both deployments give the same tokens per dollar."""
+    ratio = offload.breakeven_price_ratio(t_off, n_c, n_m, t_base, n_b)
+    if ratio > 1e-6:
+        off = offload.tokens_per_dollar(t_off, n_c * price + n_m * ratio * price)
+        base = offload.tokens_per_dollar(t_base, n_b * price)
+        assert_allclose(off, base, rtol=1e-9)
+
+
 @pytest.mark.parametrize(
     "call, param",
     [
@@ -142,6 +159,8 @@ def test_tokens_per_dollar_by_hand():
         (lambda: offload.tokens_per_dollar(-1, 1), "tokens_per_second"),
         (lambda: offload.tokens_per_dollar(10, math.inf), "price_per_hour"),
         (lambda: offload.step_traffic_bytes("llama-3-70b", 0), "batch"),
+        (lambda: offload.breakeven_price_ratio(10, 1, 1, 0, 1), "baseline_tokens_per_s"),
+        (lambda: offload.breakeven_price_ratio(10, 1, 0, 5, 1), "n_memory"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param):
