@@ -1,0 +1,238 @@
+"""Tests of :mod:`helpers.llm`: parameter counts, KV-cache sizes, prefill and decode costs.
+
+Model shapes come from each model's published ``config.json`` on Hugging Face
+(meta-llama/Llama-2-{7b,13b,70b}-hf, meta-llama/Meta-Llama-3-{8B,70B}); papers:
+Touvron et al. 2023 (touvron2023llama2), Grattafiori et al. 2024
+(grattafiori2024llama3); grouped-query attention: Ainslie et al. 2023 (ainslie2023gqa).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import llm
+from helpers.llm import (
+    ModelConfig,
+    decode_cost,
+    get_model,
+    kv_cache_bytes_per_token,
+    linear_flops_per_token,
+    param_count,
+    prefill_cost,
+    weight_bytes,
+)
+from helpers.roofline import bound
+
+# Parameter counts as published (the safetensors totals / model cards on Hugging Face).
+PUBLISHED_PARAMS = {
+    "llama-2-7b": 6_738_415_616,
+    "llama-2-13b": 13_015_864_320,
+    "llama-2-70b": 68_976_648_192,
+    "llama-3-8b": 8_030_261_248,
+    "llama-3-70b": 70_553_706_496,
+}
+
+TINY = ModelConfig("tiny", n_layers=2, d_model=8, n_heads=2, n_kv_heads=1, head_dim=4, d_ff=16, vocab_size=10)
+
+
+def _by_hand(layers, d, heads, kv_heads, head_dim, d_ff, vocab):
+    """Llama parameter count written out independently of the module:
+    untied embedding + lm_head (2 V d); per layer q and o (2 d * H h), k and v (2 d * KV h),
+    SwiGLU gate/up/down (3 d d_ff) and two RMSNorm weights (2 d); one final RMSNorm (d)."""
+    per_layer = 2 * d * heads * head_dim + 2 * d * kv_heads * head_dim + 3 * d * d_ff + 2 * d
+    return 2 * vocab * d + layers * per_layer + d
+
+
+def test_param_counts_match_published():
+    """Each model's count equals the published figure.
+
+    Derivation for Llama-2-7B (config: 32 layers, d 4096, 32 heads, d_ff 11008, vocab 32000):
+    2*32000*4096 = 262,144,000 (embed + lm_head) + 32 * (4*4096^2 + 3*4096*11008 + 2*4096)
+    = 32 * 202,383,360 = 6,476,267,520, + 4096 (final norm) = 6,738,415,616.
+    Llama-2-70B and Llama-3-70B use GQA with 8 KV heads (k/v are 8192 x 1024); Llama-3 has a
+    128,256-token vocabulary, which is why Llama-3-8B has 8.03 B parameters, not ~7.
+    """
+    for name, expected in PUBLISHED_PARAMS.items():
+        assert param_count(name) == expected, name
+    assert _by_hand(32, 4096, 32, 32, 128, 11008, 32000) == PUBLISHED_PARAMS["llama-2-7b"]
+    assert _by_hand(40, 5120, 40, 40, 128, 13824, 32000) == PUBLISHED_PARAMS["llama-2-13b"]
+    assert _by_hand(80, 8192, 64, 8, 128, 28672, 32000) == PUBLISHED_PARAMS["llama-2-70b"]
+    assert _by_hand(32, 4096, 32, 8, 128, 14336, 128256) == PUBLISHED_PARAMS["llama-3-8b"]
+    assert _by_hand(80, 8192, 64, 8, 128, 28672, 128256) == PUBLISHED_PARAMS["llama-3-70b"]
+
+
+def test_weight_bytes():
+    """Weights in bf16 take 2 bytes per parameter (Llama-2-7B: 13.48 GB), fp8 one."""
+    assert weight_bytes("llama-2-7b") == 2 * PUBLISHED_PARAMS["llama-2-7b"]
+    assert weight_bytes("llama-2-7b", "fp8") == PUBLISHED_PARAMS["llama-2-7b"]
+    assert_allclose(weight_bytes("llama-2-7b") / 1e9, 13.48, rtol=1e-3)
+
+
+def test_kv_bytes_per_token_published_models():
+    """KV bytes per token = 2 (K and V) * layers * kv_heads * head_dim * bytes.
+
+    Llama-2-70B bf16: 2*80*8*128*2 = 327,680 (GQA-8); Llama-2-7B: 2*32*32*128*2 = 524,288 (MHA) —
+    the 10x smaller model has the larger per-token cache. fp8 halves both.
+    """
+    assert kv_cache_bytes_per_token("llama-2-70b") == 327_680
+    assert kv_cache_bytes_per_token("llama-2-7b") == 524_288
+    assert kv_cache_bytes_per_token("llama-3-8b") == 2 * 32 * 8 * 128 * 2
+    for name in PUBLISHED_PARAMS:
+        assert kv_cache_bytes_per_token(name, "fp8") == kv_cache_bytes_per_token(name, "bf16") / 2
+        assert kv_cache_bytes_per_token(name, "fp32") == 2 * kv_cache_bytes_per_token(name, "bf16")
+
+
+def test_mha_gqa_mqa_kv_sizes():
+    """Same model with 32 (MHA), 8 (GQA) and 1 (MQA) KV heads: KV cache in ratio 32 : 8 : 1,
+    and the k/v projection weights shrink with it (Ainslie et al. 2023)."""
+    base = get_model("llama-2-7b")
+    mha, gqa, mqa = (replace(base, name=f"kv{k}", n_kv_heads=k) for k in (32, 8, 1))
+    sizes = [kv_cache_bytes_per_token(m) for m in (mha, gqa, mqa)]
+    assert sizes == [524_288, 524_288 / 4, 524_288 / 32]
+    assert (mha.gqa_group, gqa.gqa_group, mqa.gqa_group) == (1, 4, 32)
+    assert param_count(mha) - param_count(gqa) == 32 * 2 * 4096 * (32 - 8) * 128
+    assert param_count(mha) > param_count(gqa) > param_count(mqa)
+
+
+def test_tiny_model_counts_by_hand():
+    """Tiny config (2 layers, d 8, 2 heads of 4, 1 KV head, d_ff 16, vocab 10), every number by hand:
+
+    * q, o: 8x8 each = 128; k, v: 8x4 each = 64; gated MLP: 3*8*16 = 384 -> 576 weights per layer;
+    * params: 2*10*8 (embed + head) + 2*(576 + 2*8) + 8 = 160 + 1184 + 8 = 1352;
+    * KV per token (bf16): 2 * 2 layers * 4 * 2 bytes = 32;
+    * linear FLOP per token: 2 * 2 layers * 576 = 2304.
+    """
+    assert (TINY.q_dim, TINY.kv_dim, TINY.gqa_group) == (8, 4, 2)
+    assert TINY.layer_weights() == 576
+    assert param_count(TINY) == 1352
+    assert kv_cache_bytes_per_token(TINY) == 32
+    assert linear_flops_per_token(TINY) == 2304
+    assert param_count(replace(TINY, tied_embeddings=True)) == 1352 - 80
+    assert replace(TINY, gated_mlp=False).layer_weights() == 576 - 128
+
+
+def test_tiny_prefill_by_hand():
+    """Prefill of 3 tokens (batch 1, bf16) on the tiny model.
+
+    FLOP: 3 * 2304 (linear) + causal attention 4 * 2 layers * q_dim 8 * (3*4/2 = 6 pairs) = 384
+    + lm_head for the last token 2*8*10 = 160 -> 7456.
+    Bytes: block weights 2*576*2 = 2304 + lm_head 10*8*2 = 160 + embedding rows 3*8*2 = 48
+    + KV written 3*32 = 96 -> 2608. Batch 2 doubles FLOP and the per-token bytes only.
+    """
+    c = prefill_cost(TINY, 3)
+    assert (c.flops, c.bytes) == (7456.0, 2608.0)
+    c2 = prefill_cost(TINY, 3, batch=2)
+    assert c2.flops == 2 * 7456
+    assert c2.bytes == 2304 + 160 + 2 * (48 + 96)
+
+
+def test_tiny_decode_by_hand():
+    """Decode step, context 5, batch 2, bf16, tiny model.
+
+    FLOP per sequence: 2304 (linear) + 4*2*8*(5 + 1 keys) = 384 (attention) + 160 (lm_head) = 2848; x2 = 5696.
+    Bytes: weights 2304 + lm_head 160 (shared) + 2 sequences * (embedding 16 + KV (5 + 1)*32 = 192) = 2880.
+    """
+    c = decode_cost(TINY, context=5, batch=2)
+    assert (c.flops, c.bytes) == (5696.0, 2880.0)
+    empty = decode_cost(TINY, context=0)
+    assert empty.flops == 2304 + 4 * 2 * 8 * 1 + 160
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4, 8, 16, 32, 64])
+def test_decode_intensity_about_batch(batch):
+    """At small context, decode reads every weight once per step and does 2 FLOP per weight per
+    sequence: intensity ≈ 2B/2 = B FLOP/byte in bf16, far below an H100's ridge (295) -> memory-bound."""
+    for name in ("llama-2-7b", "llama-3-70b"):
+        c = decode_cost(name, context=16, batch=batch)
+        assert_allclose(c.intensity, batch, rtol=0.05)
+        assert bound(c.flops, c.bytes, "H100 SXM", "bf16") == "memory"
+
+
+def test_decode_long_context_stays_memory_bound():
+    """At long context the KV read dominates; per-sequence intensity falls toward the attention's ~1-8 FLOP/byte,
+    so a larger batch no longer raises intensity in proportion."""
+    short = decode_cost("llama-2-7b", context=16, batch=64).intensity
+    long = decode_cost("llama-2-7b", context=32768, batch=64).intensity
+    assert long < short / 4
+
+
+def test_prefill_intensity_grows_with_tokens():
+    """Prefill reuses each weight for every token: intensity grows with the prompt length, crossing the
+    H100 bf16 ridge (295 FLOP/byte) within a few hundred tokens for Llama-2-7B (compute-bound)."""
+    tokens = [1, 16, 128, 1024, 4096]
+    intensities = [prefill_cost("llama-2-7b", t).intensity for t in tokens]
+    assert all(a < b for a, b in zip(intensities, intensities[1:]))
+    big = prefill_cost("llama-2-7b", 4096)
+    assert bound(big.flops, big.bytes, "H100 SXM", "bf16") == "compute"
+
+
+@given(st.integers(1, 4096), st.integers(1, 64))
+def test_prefill_flops_superlinear_decode_linear(tokens, batch):
+    """Property: prefill FLOP scale exactly with batch and grow at least linearly in tokens (causal attention adds t^2);
+    decode FLOP scale exactly with batch."""
+    one = prefill_cost(TINY, tokens)
+    assert prefill_cost(TINY, tokens, batch=batch).flops == batch * one.flops
+    assert prefill_cost(TINY, tokens + 1).flops > one.flops * (tokens + 1) / tokens * (1 - 1e-12) - 160
+    assert decode_cost(TINY, tokens, batch=batch).flops == batch * decode_cost(TINY, tokens).flops
+
+
+def test_get_model_aliases():
+    """Names are case-insensitive, and '_' or spaces read as '-'; a ModelConfig passes through."""
+    for spelling in ("Llama-2-7B", "llama_2_7b", " LLAMA 2 7B ", "llama-2-7b"):
+        assert get_model(spelling) is get_model("llama-2-7b")
+    assert get_model(TINY) is TINY
+    assert {m.name for m in llm.models()} == set(PUBLISHED_PARAMS)
+    for m in llm.models():
+        assert m.source.startswith("https://huggingface.co/")
+
+
+def test_get_model_unknown():
+    """An unknown model raises KeyError naming ``model`` and the choices; a non-string TypeError."""
+    with pytest.raises(KeyError, match="model"):
+        get_model("gpt-5")
+    with pytest.raises(TypeError, match="model"):
+        get_model(7)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        ({"n_layers": 0}, "n_layers"),
+        ({"d_model": -8}, "d_model"),
+        ({"n_heads": 3, "n_kv_heads": 2}, "n_heads"),
+        ({"n_kv_heads": 0}, "n_kv_heads"),
+        ({"head_dim": 2.5}, "head_dim"),
+        ({"d_ff": "16"}, "d_ff"),
+        ({"vocab_size": True}, "vocab_size"),
+    ],
+)
+def test_model_config_validates(kwargs, param):
+    """A config with a non-positive, fractional, string or bool size, or heads not a multiple of KV heads,
+    raises naming the field."""
+    with pytest.raises((ValueError, TypeError), match=param):
+        replace(TINY, **kwargs)
+
+
+def test_cost_bad_input():
+    """Bad token counts, contexts, batches and dtypes raise naming the parameter; context 0 is allowed."""
+    with pytest.raises(ValueError, match="tokens"):
+        prefill_cost(TINY, 0)
+    with pytest.raises(TypeError, match="tokens"):
+        prefill_cost(TINY, "3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="batch"):
+        prefill_cost(TINY, 3, batch=0)
+    with pytest.raises(ValueError, match="context"):
+        decode_cost(TINY, -1)
+    with pytest.raises(TypeError, match="context"):
+        decode_cost(TINY, float("nan"))
+    with pytest.raises(TypeError, match="batch"):
+        decode_cost(TINY, 1, batch=1.5)
+    with pytest.raises(KeyError, match="dtype"):
+        kv_cache_bytes_per_token(TINY, "fp12")
+    assert math.isfinite(decode_cost(TINY, 0).intensity)
