@@ -22,7 +22,7 @@ Cache model used throughout (a prefix cache, as in vLLM or Mooncake):
 * eviction is least-recently-used (LRU).
 
 Because every block is inserted whatever the outcome, the cache *contents*
-never depend on hits, and LRU has the inclusion property of Mattson et al.
+never depend on hits, and LRU has the inclusion property
 (Mattson et al., 1970): the cache of ``c`` blocks holds exactly the
 ``c`` most recently touched distinct blocks. So one pass over the trace that
 records stack distances gives the hit rate at every capacity
