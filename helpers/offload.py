@@ -191,7 +191,9 @@ def offload_step_time(
         inside a kind, e.g. tensor-parallel all-reduces, is ignored).
     dtype : str
     n_links : int, optional
-        Parallel links carrying the traffic (default: one per memory device).
+        Parallel links carrying the traffic. Default: one link per device on
+        each side, so ``min(n_compute, n_memory)`` (the side with fewer links
+        is the bottleneck).
 
     Returns
     -------
@@ -200,7 +202,7 @@ def offload_step_time(
     """
     n_compute = _validate.positive_int("n_compute", n_compute)
     n_memory = _validate.positive_int("n_memory", n_memory)
-    n_links = n_memory if n_links is None else _validate.positive_int("n_links", n_links)
+    n_links = min(n_compute, n_memory) if n_links is None else _validate.positive_int("n_links", n_links)
     chosen = get_link(link)
     m = get_model(model)
     split = decode_split(m, context, batch, dtype)

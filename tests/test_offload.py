@@ -70,13 +70,13 @@ def test_layer_traffic_by_hand():
 
 
 def test_offload_step_by_hand():
-    """Each part is the roofline time of its share; transfer = 2 L latency + traffic / (n_links bandwidth)."""
+    """Each part is the roofline time of its share; transfer = 2 L latency + traffic / (min(n_compute, n_memory) bandwidth)."""
     split = offload.decode_split("llama-3-70b", 2048, 128)
     step = offload.offload_step_time("llama-3-70b", 2048, 128, "h100", "h20", "cx7", n_compute=2, n_memory=4)
     h100, h20, cx7 = get_accelerator("h100"), get_accelerator("h20"), get_link("cx7")
     linear = max(split.linear.flops / 2 / h100.flops("bf16"), split.linear.bytes / 2 / h100.memory_bandwidth)
     attention = max(split.attention.flops / 4 / h20.flops("bf16"), split.attention.bytes / 4 / h20.memory_bandwidth)
-    transfer = 2 * 80 * cx7.latency + offload.step_traffic_bytes("llama-3-70b", 128) / (4 * cx7.bandwidth)
+    transfer = 2 * 80 * cx7.latency + offload.step_traffic_bytes("llama-3-70b", 128) / (2 * cx7.bandwidth)  # min(2, 4) links
     assert_allclose([step.linear_s, step.attention_s, step.transfer_s], [linear, attention, transfer], rtol=1e-12)
     assert_allclose(step.serial_s, linear + attention + transfer)
     assert step.overlapped_s == max(linear, attention, transfer)
