@@ -1,0 +1,115 @@
+"""Tests for helpers.kvtransfer: a KV cache really moves between two processes, and the calls clean up.
+
+Each test starts real processes on 127.0.0.1, so the suite keeps the sizes
+tiny: the point is correctness (the bytes arrive intact, the sizes are the
+ones helpers.llm predicts, failures kill the children), not speed.
+Disaggregated prefill/decode: Zhong et al. 2024 (DistServe), Patel et al.
+2024 (Splitwise), Qin et al. 2025 (Mooncake).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import socket
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import kvtransfer, llm
+from helpers.kvtransfer import TransferResult, free_port, kv_message_bytes
+# A ModelConfig built directly (not via helpers.tinygpt) so that the spawned helper
+# processes of the clean-up tests, which import this module, do not import torch.
+CONFIG = llm.ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=176, vocab_size=128)
+
+
+@given(tokens=st.integers(1, 4096), batch=st.integers(1, 8), dtype=st.sampled_from(["fp32", "bf16", "fp16"]))
+def test_message_sizes_add_up_to_the_kv_cache(tokens, batch, dtype):
+    """The 2 * n_layers messages carry exactly batch * tokens * kv_cache_bytes_per_token bytes."""
+    sizes = kv_message_bytes(CONFIG, tokens, batch, dtype)
+    assert len(sizes) == 2 * CONFIG.n_layers
+    assert sum(sizes) == batch * tokens * llm.kv_cache_bytes_per_token(CONFIG, dtype)
+
+
+def test_distributed_transfer_moves_a_verified_kv_cache():
+    """The decode worker receives the prefill worker's cache over gloo, equal to its own prefill, and times it."""
+    results = kvtransfer.distributed_kv_transfer(CONFIG, [3, 40], batch=2, repeats=2, warmup=1, backend="gloo", timeout=60)
+    assert [r.tokens for r in results] == [3, 40]
+    for r in results:
+        assert r.path == "gloo"
+        assert r.verified
+        assert r.nbytes == 2 * r.tokens * llm.kv_cache_bytes_per_token(CONFIG, "fp32")
+        assert r.messages == 2 * CONFIG.n_layers
+        assert r.repeats == 2
+        assert r.seconds > 0 and r.bandwidth > 0
+        assert r.device.startswith("CPU")
+    assert mp.active_children() == []
+
+
+def test_reference_paths_move_the_same_bytes_intact():
+    """The socket and shared-memory references deliver the sender's bytes unchanged, in the same messages."""
+    sizes = kv_message_bytes(CONFIG, 100, dtype="fp32")
+    for fn, path in ((kvtransfer.socket_transfer, "socket"), (kvtransfer.shared_memory_transfer, "shared_memory")):
+        result = fn(sizes, repeats=3, warmup=1, timeout=30)
+        assert result.path == path
+        assert result.verified
+        assert result.nbytes == sum(sizes)
+        assert result.messages == len(sizes)
+        assert result.seconds > 0
+    assert mp.active_children() == []
+
+
+def test_timeout_kills_the_children(monkeypatch):
+    """A worker that never answers is killed when the timeout expires, and the call raises TimeoutError."""
+    with pytest.raises(TimeoutError, match="timeout"):
+        kvtransfer._run_children([(_sleep_forever, ())], timeout=1.5)
+    assert mp.active_children() == []
+
+
+def test_worker_failure_is_reported_and_cleaned_up():
+    """A worker that raises makes the call raise RuntimeError with its traceback; no child survives."""
+    with pytest.raises(RuntimeError, match="boom"):
+        kvtransfer._run_children([(_fail, ()), (_sleep_forever, ())], timeout=20)
+    assert mp.active_children() == []
+
+
+def test_free_port_is_bindable():
+    """free_port returns a port on 127.0.0.1 that can be bound right away."""
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", port))
+    assert 0 < port < 65536
+
+
+def test_bandwidth_is_bytes_over_seconds():
+    """TransferResult.bandwidth is nbytes / seconds (bytes/s)."""
+    result = TransferResult("socket", 1000, 2, 0.5, 0.0, 3, "CPU", True)
+    assert result.bandwidth == 2000
+
+
+def test_bad_inputs_name_the_parameter():
+    """Bad arguments raise before any process starts, naming the argument."""
+    with pytest.raises(ValueError, match="backend"):
+        kvtransfer.distributed_kv_transfer(CONFIG, 4, backend="mpi")
+    with pytest.raises(ValueError, match="tokens"):
+        kvtransfer.distributed_kv_transfer(CONFIG, [])
+    with pytest.raises(ValueError, match="tokens"):
+        kvtransfer.distributed_kv_transfer(CONFIG, 0)
+    with pytest.raises(ValueError, match="timeout"):
+        kvtransfer.distributed_kv_transfer(CONFIG, 4, timeout=0)
+    with pytest.raises(ValueError, match="message_bytes"):
+        kvtransfer.socket_transfer([])
+    with pytest.raises(TypeError, match="message_bytes"):
+        kvtransfer.shared_memory_transfer([1.5])
+    with pytest.raises(KeyError, match="dtype"):
+        kv_message_bytes(CONFIG, 4, dtype="fp64")
+
+
+def _sleep_forever(results) -> None:
+    import time
+
+    time.sleep(3600)
+
+
+def _fail(results) -> None:
+    results.put((0, False, "Traceback: boom"))
