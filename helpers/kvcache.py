@@ -169,26 +169,37 @@ def breakeven_tokens(
     mfu: float = 1.0,
     max_tokens: int = 1 << 20,
 ) -> float:
-    """Shortest prefix (tokens) from which fetching is at least as fast as recomputing.
+    """Shortest prefix (tokens) from which fetching is at least as fast as recomputing, for every longer prefix.
 
-    Recompute time grows faster than transfer time with the prefix (attention
-    is quadratic), so once fetching wins it keeps winning. Returns ``inf`` if
-    it does not win by ``max_tokens``; 1 if it already wins at one token.
+    ``recompute - transfer`` is convex in the prefix length (a maximum of a
+    quadratic and a linear function, minus a linear one), so the prefixes where
+    recomputing wins form one interval. Fetching can also win for very short
+    prefixes, whose recomputation is memory-bound (every weight is read for a
+    handful of tokens); those do not count: the result is where fetching wins
+    for good. Returns ``inf`` if it does not win at ``max_tokens``; 1 if it wins
+    at every length.
     """
     max_tokens = _validate.positive_int("max_tokens", max_tokens)
 
-    def wins(n: int) -> bool:
-        return transfer_time(model, n, link, dtype, n_links) <= recompute_time(model, n, acc, dtype, n_gpus, mfu)
+    def margin(n: int) -> float:  # >= 0: fetching wins at n tokens
+        return recompute_time(model, n, acc, dtype, n_gpus, mfu) - transfer_time(model, n, link, dtype, n_links)
 
-    if not wins(max_tokens):
+    if margin(max_tokens) < 0:
         return math.inf
-    lo, hi = 0, max_tokens  # wins(hi) is True; wins(lo) treated as False
-    if wins(1):
+    lo, hi = 1, max_tokens  # ternary search for the minimum of the convex margin
+    while hi - lo > 2:
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if margin(m1) < margin(m2):
+            hi = m2
+        else:
+            lo = m1
+    lowest = min(range(lo, hi + 1), key=margin)
+    if margin(lowest) >= 0:
         return 1
-    lo = 1
+    lo, hi = lowest, max_tokens  # margin(lo) < 0 <= margin(hi); margin rises on [lo, hi]
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if wins(mid):
+        if margin(mid) >= 0:
             hi = mid
         else:
             lo = mid
