@@ -37,6 +37,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -48,7 +49,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import _validate
+from . import _validate, llm
 
 TRACE_BLOCK_TOKENS = 512
 """Tokens per block of the Mooncake traces' ``hash_ids``."""
@@ -217,9 +218,14 @@ def _download(name: str, cache: Path) -> Path:
     target = cache / f"{name}_trace.jsonl"
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(url, timeout=60) as response:
-            data = response.read()
-    except (urllib.error.URLError, OSError) as exc:
+        if sys.platform == "emscripten":  # in-browser kernel (Pyodide): no sockets, fetch through the browser
+            from pyodide.http import open_url  # type: ignore[import-not-found]
+
+            data = open_url(url).read().encode("utf-8")
+        else:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                data = response.read()
+    except (urllib.error.URLError, OSError, ImportError) as exc:
         raise FileNotFoundError(
             f"trace {name!r} is not on this machine and downloading it failed ({exc}). " + _how_to_get(name, cache)
         ) from exc
@@ -726,12 +732,54 @@ def tier_hit_fractions(
     return np.concatenate([served, [1.0 - cumulative[-1]]])
 
 
+# ---------------------------------------------------------------------------
+# Compute a hit saves
+# ---------------------------------------------------------------------------
+
+
+def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.ndarray:
+    """Prefill FLOP not spent because the first ``hit_tokens`` of a prompt came from the cache.
+
+    With the counting rules of :mod:`helpers.llm`, a prompt of ``L`` tokens
+    costs ``L`` tokens of weight matmuls plus causal attention over
+    ``L (L + 1) / 2`` query-key pairs. Given a cached prefix of ``h`` tokens,
+    only the last ``L - h`` tokens run: their matmuls, and their attention
+    over all ``L`` keys (``L (L + 1) / 2 - h (h + 1) / 2`` pairs). The
+    difference does not depend on ``L``:
+
+    ``saved(h) = h * linear_flops_per_token + 4 * n_layers * n_heads * head_dim * h (h + 1) / 2``,
+
+    which is ``llm.prefill_cost(model, h).flops`` without the lm_head of the
+    last token (still computed for the suffix).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    hit_tokens : int or array of int
+        Cached prefix length of each request, tokens (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of float
+        FLOP saved per request (same shape as ``hit_tokens``).
+    """
+    m = llm.get_model(model)
+    try:
+        h = np.asarray(hit_tokens, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"hit_tokens must be numbers, got {hit_tokens!r}") from exc
+    if np.any(~np.isfinite(h)) or np.any(h < 0):
+        raise ValueError("hit_tokens must be finite and >= 0")
+    return h * llm.linear_flops_per_token(m) + 4.0 * m.n_layers * m.q_dim * h * (h + 1) / 2
+
+
 __all__ = [
     "CacheStats",
     "StackDistances",
     "Trace",
     "hit_rate_curve",
     "load_trace",
+    "prefill_flops_saved",
     "simulate_prefix_cache",
     "stack_distances",
     "tier_hit_fractions",

@@ -286,6 +286,37 @@ def test_tier_fractions_tiny_by_hand():
 
 
 # ---------------------------------------------------------------------------
+# compute saved
+# ---------------------------------------------------------------------------
+
+
+@given(st.integers(1, 40_000), st.sampled_from(["llama-3-70b", "llama-2-7b"]))
+def test_prefill_flops_saved_is_prefix_prefill_without_lm_head(h, model):
+    """Saved FLOP for an h-token cached prefix = prefill_cost(h) minus the last token's lm_head (helpers.llm rules)."""
+    from helpers import llm
+
+    m = llm.get_model(model)
+    expected = llm.prefill_cost(model, h).flops - 2.0 * m.d_model * m.vocab_size
+    assert_allclose(cs.prefill_flops_saved(model, h), expected, rtol=1e-12)
+
+
+def test_prefill_flops_saved_is_full_minus_suffix():
+    """Full prefill minus the suffix-only cost (its tokens attend to all L keys) equals the saved FLOP."""
+    from helpers import llm
+
+    m = llm.get_model("llama-3-70b")
+    L, h = 12_000, 5_120
+    attention = lambda pairs: 4.0 * m.n_layers * m.q_dim * pairs  # noqa: E731
+    full = L * llm.linear_flops_per_token(m) + attention(L * (L + 1) / 2)
+    suffix = (L - h) * llm.linear_flops_per_token(m) + attention(L * (L + 1) / 2 - h * (h + 1) / 2)
+    assert_allclose(cs.prefill_flops_saved(m, [0, h]), [0.0, full - suffix], rtol=1e-12)
+    with pytest.raises(ValueError, match="hit_tokens"):
+        cs.prefill_flops_saved(m, [-1])
+    with pytest.raises(KeyError, match="model"):
+        cs.prefill_flops_saved("gpt-5", [1])
+
+
+# ---------------------------------------------------------------------------
 # speed
 # ---------------------------------------------------------------------------
 
