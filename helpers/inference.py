@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 
 from . import _validate
-from .hardware import Accelerator, get_accelerator
-from .kvcache import kv_bytes
+from .hardware import Accelerator, Link, get_accelerator
+from .kvcache import kv_bytes, recompute_time, transfer_time
 from .llm import ModelConfig, decode_cost, prefill_cost, weight_bytes
 from .ops import Cost
 from .roofline import Bound, bound, roofline_time
@@ -226,6 +226,67 @@ def critical_decode_batch(
     return (shared_bytes / device.memory_bandwidth) / gain
 
 
+def recompute_window(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    link: str | Link,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    n_links: int = 1,
+    mfu: float = 1.0,
+    max_tokens: int = 1 << 20,
+) -> tuple[int, int] | None:
+    """Prefix lengths (first, last; inclusive) for which recomputing a KV cache beats fetching it, or ``None``.
+
+    Compares :func:`helpers.kvcache.recompute_time` with
+    :func:`helpers.kvcache.transfer_time` (same arguments) for prefixes of 1 to
+    ``max_tokens`` tokens. The ratio transfer / recompute rises while a lone
+    prefill is weight-read-bound (its time is a floor, the transfer grows) and
+    falls once it is compute-bound (attention makes recompute grow faster than
+    the transfer), so recomputing wins on at most one interval around the
+    prefix length where the prefill turns compute-bound.
+    :func:`helpers.kvcache.breakeven_tokens` returns ``last + 1``, where
+    fetching wins for good; this function adds ``first``, below which fetching
+    wins because a lone short prefill is weight-read-bound.
+
+    Returns
+    -------
+    (int, int) or None
+        ``None`` when fetching is at least as fast for every length up to ``max_tokens``.
+    """
+    max_tokens = _validate.positive_int("max_tokens", max_tokens)
+
+    def ratio(n: int) -> float:
+        return transfer_time(model, n, link, dtype, n_links) / recompute_time(model, n, acc, dtype, n_gpus, mfu)
+
+    lo, hi = 1, max_tokens  # the peak of the unimodal ratio lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ratio(mid + 1) > ratio(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    peak = lo
+    if ratio(peak) <= 1:
+        return None
+    lo, hi = 1, peak  # first length with ratio > 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ratio(mid) > 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    first = lo
+    lo, hi = peak, max_tokens  # last length with ratio > 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ratio(mid) > 1:
+            lo = mid
+        else:
+            hi = mid - 1
+    return first, lo
+
+
 __all__ = [
     "StepTime",
     "critical_decode_batch",
@@ -235,4 +296,5 @@ __all__ = [
     "max_decode_batch",
     "prefill_step",
     "prefill_time",
+    "recompute_window",
 ]

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -169,3 +169,42 @@ def test_step_time_vectorises_nothing_silently():
     """A non-integer batch is refused (TypeError naming batch) rather than rounded."""
     with pytest.raises(TypeError, match="batch"):
         inference.decode_step_time("llama-2-7b", "a100", 1024, batch=np.float64(2.5))
+
+
+@given(
+    model=st.sampled_from(MODELS),
+    acc=st.sampled_from(["a100", "h100", "l4", "h20"]),
+    link=st.sampled_from(["100gbe", "cx6", "cx7", "pcie4"]),
+    n_gpus=st.sampled_from([1, 8]),
+    mfu=st.floats(0.2, 1.0),
+)
+@settings(max_examples=15)
+def test_recompute_window_matches_brute_force(model, acc, link, n_gpus, mfu):
+    """recompute_window returns exactly the prefix lengths (scanned one by one up to 3,000) where recompute is faster."""
+    top = 3000
+    wins = [n for n in range(1, top + 1)
+            if kvcache.recompute_time(model, n, acc, "bf16", n_gpus, mfu) < kvcache.transfer_time(model, n, link, "bf16")]
+    window = inference.recompute_window(model, acc, link, "bf16", n_gpus, 1, mfu, max_tokens=top)
+    if not wins:
+        assert window is None
+    else:
+        assert window == (wins[0], wins[-1])
+        assert wins == list(range(wins[0], wins[-1] + 1))
+
+
+def test_recompute_window_where_breakeven_tokens_says_one():
+    """Llama-2-7B on an H100 behind 100 GbE: fetching wins for tiny prefixes (the lone prefill is weight-bound) and
+    for very long ones, recomputing in between; breakeven_tokens reports the end of that window plus one."""
+    window = inference.recompute_window("llama-2-7b", "h100", "100gbe")
+    assert window is not None
+    first, last = window
+    assert 1 < first < 1000 < 10_000 < last
+    assert kvcache.breakeven("llama-2-7b", first, "h100", "100gbe").verdict == "recompute"
+    assert kvcache.breakeven("llama-2-7b", first - 1, "h100", "100gbe").verdict == "transfer"
+    assert kvcache.breakeven("llama-2-7b", last + 1, "h100", "100gbe").verdict == "transfer"
+    assert kvcache.breakeven_tokens("llama-2-7b", "h100", "100gbe") == last + 1
+
+
+def test_recompute_window_none_on_a_fast_link():
+    """Llama-3-70B's GQA cache is so small per FLOP that one ConnectX-7 port beats recompute on 8 H100s at every length."""
+    assert inference.recompute_window("llama-3-70b", "h100", "cx7", n_gpus=8) is None
