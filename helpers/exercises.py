@@ -20,9 +20,16 @@ def check(answer: object, expected: float, rel_tol: float = 0.05, unit: str = ""
     Returns the message (also fit for printing) rather than raising, so a
     notebook cell always shows it.
     """
-    expected = float(expected)
+    if isinstance(expected, (str, bool)):
+        raise TypeError(f"expected must be a number, got {expected!r}")
+    try:
+        expected = float(expected)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"expected must be a number, got {expected!r}") from exc
+    if not math.isfinite(expected):
+        raise ValueError(f"expected must be finite, got {expected}")
     rel_tol = _validate.fraction("rel_tol", rel_tol)
-    if isinstance(answer, bool) or not isinstance(answer, Real) or math.isnan(float(answer)):
+    if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):
         return f"Not checked: write your answer as a number (got {answer!r})."
     answer = float(answer)
     shown = f"{expected:.3g}" + (f" {unit}" if unit else "")
