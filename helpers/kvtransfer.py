@@ -186,7 +186,7 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
         import torch
         import torch.distributed as dist
 
-        from .bench import device_name
+        from .bench import device_name, torch_dtype
         from .tinygpt import TinyGPT
 
         torch.set_num_threads(_threads_per_worker())
@@ -196,18 +196,28 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
         dist.init_process_group(
             backend, init_method=f"tcp://{_HOST}:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=spec["timeout"])
         )
-        model = TinyGPT(spec["config"], dtype=spec["dtype"], device=dev, seed=spec["seed"])
-        m = model.config
+        m = spec["config"]
+        dtype = torch_dtype(spec["dtype"])
+        model = TinyGPT(m, dtype=spec["dtype"], device=dev, seed=spec["seed"]) if spec["prefill"] else None
+
+        def make_cache(tokens: int, prompt: Any) -> list:
+            if model is not None:
+                _, cache = model.prefill(prompt)
+            else:
+                generator = torch.Generator().manual_seed(spec["seed"] + tokens)
+                shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
+                cache = [tuple(torch.randn(shape, generator=generator).to(dev, dtype) for _ in range(2)) for _ in range(m.n_layers)]
+            return [t.contiguous() for pair in cache for t in pair]
+
         out = []
         for tokens in spec["tokens"]:
             generator = torch.Generator().manual_seed(spec["seed"] + tokens)
             prompt = torch.randint(0, m.vocab_size, (spec["batch"], tokens), generator=generator)
             if rank == 0:
-                _, cache = model.prefill(prompt)
-                tensors = [t.contiguous() for pair in cache for t in pair]
+                tensors = make_cache(tokens, prompt)
             else:
                 shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
-                tensors = [torch.empty(shape, dtype=model.lm_head.weight.dtype, device=dev) for _ in range(2 * m.n_layers)]
+                tensors = [torch.empty(shape, dtype=dtype, device=dev) for _ in range(2 * m.n_layers)]
             samples = []
             for i in range(spec["warmup"] + spec["repeats"]):
                 dist.barrier()
@@ -219,12 +229,12 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
                 if i >= spec["warmup"]:
                     samples.append(time.perf_counter() - start)
             if rank == 1:
-                _, own = model.prefill(prompt)
-                expected = [t for pair in own for t in pair]
+                expected = make_cache(tokens, prompt)
                 verified = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(tensors, expected))
-                received = [(tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)]
-                logits, _ = model.decode_step(torch.zeros(spec["batch"], dtype=torch.long), received)
-                verified = verified and bool(torch.isfinite(logits).all())
+                if model is not None:
+                    received = [(tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)]
+                    logits, _ = model.decode_step(torch.zeros(spec["batch"], dtype=torch.long), received)
+                    verified = verified and bool(torch.isfinite(logits).all())
                 nbytes = sum(t.numel() * t.element_size() for t in tensors)
                 median, spread = _summary(samples)
                 name = device_name(dev)
@@ -255,6 +265,7 @@ def distributed_kv_transfer(
     backend: str | None = None,
     timeout: float = 120.0,
     seed: int = 0,
+    prefill: bool = True,
 ) -> tuple[TransferResult, ...]:
     """Prefill in one process, send the KV cache to another with ``torch.distributed``, time it.
 
@@ -276,12 +287,17 @@ def distributed_kv_transfer(
         Seconds for the whole call, process start-up included; the workers are killed past it.
     seed : int
         Seed of the weights and prompts.
+    prefill : bool
+        ``True``: the prefill worker runs the model and sends the cache it produced.
+        ``False``: it sends a seeded random cache of the same shape and no model is built
+        (same bytes, without the cost of building a large model on a CPU).
 
     Returns
     -------
     tuple of TransferResult
         One per prompt length, timed by the decode worker; ``verified`` says the received
-        cache equals the decode worker's own prefill and decodes to finite logits.
+        cache equals the one the decode worker computes itself (its own prefill, or the same
+        seeded random cache) and, with ``prefill``, decodes to finite logits.
     """
     config = get_model(model)
     sizes = (tokens,) if isinstance(tokens, (int, np.integer)) else tuple(tokens)
@@ -299,6 +315,7 @@ def distributed_kv_transfer(
         "warmup": _validate.non_negative_int("warmup", warmup),
         "seed": _validate.non_negative_int("seed", seed),
         "timeout": _validate.positive("timeout", timeout),
+        "prefill": bool(prefill),
     }
     dtype_bytes(dtype)
     chosen = default_backend() if backend is None else _validate.name("backend", backend)

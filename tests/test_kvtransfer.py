@@ -46,6 +46,14 @@ def test_distributed_transfer_moves_a_verified_kv_cache():
     assert mp.active_children() == []
 
 
+def test_distributed_transfer_of_a_random_cache_without_a_model():
+    """With prefill=False the same bytes move (a seeded random cache) and are verified, without building the model."""
+    (result,) = kvtransfer.distributed_kv_transfer(CONFIG, 7, repeats=1, warmup=0, backend="gloo", timeout=60, prefill=False)
+    assert result.verified
+    assert result.nbytes == 7 * llm.kv_cache_bytes_per_token(CONFIG, "fp32")
+    assert mp.active_children() == []
+
+
 def test_reference_paths_move_the_same_bytes_intact():
     """The socket and shared-memory references deliver the sender's bytes unchanged, in the same messages."""
     sizes = kv_message_bytes(CONFIG, 100, dtype="fp32")
