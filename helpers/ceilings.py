@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from . import _validate
 from .hardware import Accelerator, get_accelerator
 from .ops import Cost, elementwise_cost, linear_cost, matmul_cost, reduction_cost
-from .roofline import Bound, bound, roofline_time
+from .roofline import Bound, attainable_flops, bound, roofline_time
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 OP_KINDS: Mapping[str, str] = MappingProxyType(
     {
@@ -130,6 +133,44 @@ def time_breakdown(cost: Cost, acc: str | Accelerator, dtype: str = "fp16", over
         total=total,
         bound=which,
     )
+
+
+def mark_ops(ax: "Axes", points: Mapping[str, float], acc: str | Accelerator, dtype: str = "fp16") -> None:
+    """Mark operations on a roofline drawn in ``ax``, labels alternating above and below.
+
+    Each ``label: intensity`` (FLOP/byte) becomes a black triangle at the
+    attainable FLOP/s of ``acc`` in ``dtype``; labels of neighbouring points
+    (sorted by intensity) go on opposite sides so close points stay legible.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Axes holding a roofline, e.g. from :func:`helpers.plots.roofline_plot`.
+    points : Mapping[str, float]
+        ``{label: arithmetic intensity in FLOP/byte}``.
+    acc : str or Accelerator
+        The device whose roof the points sit on.
+    dtype : str
+        Which of its peaks.
+    """
+    device = get_accelerator(acc)
+    if not points:
+        raise ValueError("points must name at least one operation")
+    ordered = sorted(points.items(), key=lambda item: item[1])
+    for i, (label, intensity) in enumerate(ordered):
+        intensity = _validate.positive(f"points[{label!r}]", intensity)
+        value = attainable_flops(intensity, device, dtype)
+        ax.plot([intensity], [value], "k^", ms=6, zorder=5)
+        above = i % 2 == 0
+        ax.annotate(
+            label,
+            (intensity, value),
+            textcoords="offset points",
+            xytext=(0, 9) if above else (0, -10),
+            ha="center",
+            va="bottom" if above else "top",
+            fontsize=8,
+        )
 
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))

@@ -117,3 +117,28 @@ def test_format_si_rejects_bad_input():
         ceilings.format_si(1.0, unit=3)
     with pytest.raises(ValueError, match="digits"):
         ceilings.format_si(1.0, digits=0)
+
+
+def test_mark_ops_places_points_on_the_roof():
+    """Each operation is drawn at (intensity, attainable FLOP/s) with its label; neighbours alternate sides."""
+    from helpers import plots
+
+    points = {"a": 1.0, "b": 1000.0, "c": 2.0}
+    fig, ax = plots.roofline_plot("H100", "bf16")
+    ceilings.mark_ops(ax, points, "H100", "bf16")
+    texts = {t.get_text(): t for t in ax.texts}
+    assert set(texts) == set(points)
+    for label, intensity in points.items():
+        assert_allclose(texts[label].xy, (intensity, roofline.attainable_flops(intensity, "H100", "bf16")))
+    assert texts["a"].xyann[1] > 0 > texts["c"].xyann[1]  # sorted a, c, b: a above, c below
+
+
+def test_mark_ops_rejects_bad_input():
+    """No points, or a non-positive intensity, are refused, naming the parameter."""
+    from helpers import plots
+
+    fig, ax = plots.roofline_plot("T4", "fp16")
+    with pytest.raises(ValueError, match="points"):
+        ceilings.mark_ops(ax, {}, "T4")
+    with pytest.raises(ValueError, match="points"):
+        ceilings.mark_ops(ax, {"bad": -1.0}, "T4")
