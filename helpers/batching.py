@@ -305,3 +305,63 @@ def measured_knee(
     throughput = batches / times
     reached = throughput >= fraction * throughput.max()
     return int(batches[np.argmax(reached)])
+
+
+REGIME_COLOURS = {"overhead": "0.85", "memory": "#cfe2f3", "compute": "#fce5cd"}
+"""Background colour of each regime in :func:`draw_sweep`."""
+
+
+def draw_sweep(ax, sweep: BatchSweep, knee: float | None = None, mark: int | None = None):
+    """Step time (left axis) and throughput (right axis) against batch, regimes shaded.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to draw the step time into. It is cleared, and any other axes in
+        its figure (an earlier throughput twin) removed, so a calculator can redraw.
+    sweep : BatchSweep
+        What to draw (log-log, batch on x).
+    knee : float, optional
+        A predicted knee batch, drawn as a dashed vertical line.
+    mark : int, optional
+        A batch to highlight with a dot on both curves (must be in ``sweep.batch``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The throughput axes (a twin of ``ax``).
+    """
+    if not isinstance(sweep, BatchSweep):
+        raise TypeError(f"sweep must be a BatchSweep, got {type(sweep).__name__}")
+    for other in list(ax.figure.axes):
+        if other is not ax:
+            other.remove()
+    ax.clear()
+    b = sweep.batch.astype(float)
+    edges = np.concatenate([[b[0]], np.sqrt(b[1:] * b[:-1]), [b[-1]]])
+    shown = set()
+    for i, regime in enumerate(sweep.regime):
+        label = f"{regime}-bound" if regime not in shown else None
+        shown.add(regime)
+        ax.axvspan(edges[i], edges[i + 1], color=REGIME_COLOURS[regime], lw=0, label=label)
+    ax.loglog(b, sweep.time, color="C0", lw=2, label="step time")
+    ax.set_xlabel("batch (samples or tokens per step)")
+    ax.set_ylabel("step time (s)", color="C0")
+    ax.set_xlim(b[0], b[-1])
+    twin = ax.twinx()
+    twin.loglog(b, sweep.throughput, color="C3", lw=2, label="throughput")
+    twin.set_ylabel("throughput (samples/s)", color="C3")
+    twin.grid(False)
+    if knee is not None and math.isfinite(knee) and b[0] <= knee <= b[-1]:
+        ax.axvline(knee, color="k", ls="--", lw=1, label=f"predicted knee ({knee:,.0f})")
+    if mark is not None:
+        where = np.flatnonzero(sweep.batch == mark)
+        if where.size == 0:
+            raise ValueError(f"mark must be one of the sweep's batches, got {mark!r}")
+        i = int(where[0])
+        ax.plot([b[i]], [sweep.time[i]], "o", color="C0", ms=7)
+        twin.plot([b[i]], [sweep.throughput[i]], "o", color="C3", ms=7)
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = twin.get_legend_handles_labels()
+    twin.legend(handles + more, labels + more_labels, loc="upper left", fontsize=8, framealpha=0.8, frameon=True)
+    return twin

@@ -168,3 +168,22 @@ def test_bad_input_names_the_parameter(call, param, exc):
     """Bad input raises ValueError/KeyError/TypeError whose message names the parameter."""
     with pytest.raises(exc, match=param):
         call()
+
+
+def test_draw_sweep_redraws_without_piling_up_axes():
+    """Drawing twice into the same axes leaves one time axes and one throughput twin, with the marked batch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from helpers import plots
+
+    sweep = batching.linear_sweep("t4", [1, 4, 16, 64, 256, 1024], 4096, 4096, overhead=5e-6)
+    fig, ax = plots.new_figure()
+    for _ in range(2):
+        twin = batching.draw_sweep(ax, sweep, knee=batching.knee_batch("t4", 4096, 4096), mark=64)
+    assert len(fig.axes) == 2 and twin in fig.axes
+    assert_allclose(twin.lines[0].get_ydata(), sweep.throughput)
+    with pytest.raises(ValueError, match="mark"):
+        batching.draw_sweep(ax, sweep, mark=3)
+    with pytest.raises(TypeError, match="sweep"):
+        batching.draw_sweep(ax, "sweep")
