@@ -69,7 +69,7 @@ def roofline_plot(
     devices = [get_accelerator(d) for d in devices]
     if not devices:
         raise ValueError("devices must name at least one accelerator")
-    dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
+    dtypes = [_validate.name("dtypes", d) for d in ([dtypes] if isinstance(dtypes, str) else dtypes)]
     lo = _validate.positive("intensity_range[0]", intensity_range[0])
     hi = _validate.positive("intensity_range[1]", intensity_range[1])
     if hi <= lo:
