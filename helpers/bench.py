@@ -171,6 +171,8 @@ def measure_memory_bandwidth(nbytes: int | None = None, repeats: int = 10, dev: 
     if nbytes is None:
         nbytes = (1 << 30) if dev.type == "cuda" else (256 << 20)
     nbytes = _validate.positive_int("nbytes", nbytes)
+    if nbytes < 4:
+        raise ValueError(f"nbytes must be >= 4 (one fp32 element), got {nbytes}")
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).fill_(1.0)
     dst = torch.empty_like(src)
     timing = time_fn(lambda: dst.copy_(src), warmup=2, repeats=repeats, dev=dev)
