@@ -43,7 +43,7 @@ student: lite-wheels
 	$(BIN)/python tools/student_edition.py strip _build/student/_build/html
 
 test-unit: setup
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser
 
 test-notebooks: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env chapters appendix
@@ -51,7 +51,17 @@ test-notebooks: setup
 
 test-book: book
 
-test: test-unit test-notebooks test-book
+# Debian's Chromium drives the browser tests (Playwright never downloads its own browser here).
+CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
+
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+test-browser: test-book $(CHROMIUM)
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
+
+test: test-unit test-notebooks test-browser
 
 bench: setup
 	$(BIN)/python benchmarks/run.py

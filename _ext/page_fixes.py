@@ -1,0 +1,34 @@
+"""Sphinx extension: fixes to the generated pages that readers' browsers would otherwise complain about.
+
+* sphinx-thebe 0.3 registers its inline configuration script once per
+  ``env-before-read-docs``, which Sphinx 7 can emit twice; the page then
+  declares ``const THEBE_JS_URL`` twice and the browser throws a SyntaxError.
+  We drop repeated scripts from every page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+
+def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for script in scripts:
+        # an inline script is registered with filename None by some extensions and '' by others
+        key = (str(getattr(script, "filename", script) or ""), str(getattr(script, "attributes", {}).get("body", "")))
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(script)
+    context["script_files"] = unique
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("html-page-context", _dedupe_scripts, priority=100)  # before any handler that returns a template and stops the event
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

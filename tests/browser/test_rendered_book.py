@@ -1,0 +1,129 @@
+"""Open every page of the built book in Chromium and check what a reader sees.
+
+Each page: no console errors except blocked outbound requests (this machine is
+offline, and so may a reader's be), every image loads, and every chapter shows
+its calculator's static default output with the note on using it live. The
+JupyterLite site: its notebook UI renders a chapter, and the only off-host
+requests the live kernel makes go to the Pyodide CDN.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from book_paths import HTML
+
+PYODIDE_CDN = "cdn.jsdelivr.net"
+PAGES = sorted(
+    str(p.relative_to(HTML))
+    for p in HTML.rglob("*.html")
+    if not p.relative_to(HTML).parts[0] in {"lite", "_static", "_sources", "_downloads", "_images"}
+    and p.name not in {"genindex.html", "search.html", "py-modindex.html", "index.html"}
+)
+CHAPTERS = [p for p in PAGES if p.startswith("chapters/")]
+
+
+def _off_host(url: str) -> bool:
+    host = urlparse(url).hostname
+    return host not in (None, "127.0.0.1", "localhost") and not url.startswith(("data:", "blob:", "about:"))
+
+
+def _visit(browser, url: str, screenshot: Path | None = None, wait_ms: int = 300):
+    """Load ``url``; return (page, console errors, off-host requests, failed on-host requests)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    off_host: list[str] = []
+    failed: list[str] = []
+    page = context.new_page()
+
+    def on_console(msg) -> None:
+        if msg.type == "error":
+            source = (msg.location or {}).get("url", "")
+            if _off_host(source) or "net::ERR_" in msg.text and any(_off_host(u) for u in off_host):
+                return  # a blocked outbound request, not a fault of the book
+            errors.append(f"{msg.text} ({source})")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+    context.on("request", lambda req: off_host.append(req.url) if _off_host(req.url) else None)
+    context.on("requestfailed", lambda req: failed.append(req.url) if not _off_host(req.url) else None)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(wait_ms)
+    if screenshot is not None:
+        page.screenshot(path=str(screenshot), full_page=True)
+    return context, page, errors, off_host, failed
+
+
+def test_site_has_pages():
+    """The build contains the intro, the appendix and (once written) the chapters and labs."""
+    assert "intro.html" in PAGES
+    assert "appendix/hardware.html" in PAGES
+    assert len(PAGES) >= 5
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_renders_cleanly(browser, site, screenshots, path):
+    """No console errors (other than blocked outbound requests), no broken local request, every image loads."""
+    shot = screenshots / (re.sub(r"[^A-Za-z0-9]+", "_", path.removesuffix(".html")) + ".png")
+    context, page, errors, _, failed = _visit(browser, f"{site}/{path}", shot)
+    try:
+        assert errors == [], f"console errors on {path}: {errors}"
+        assert failed == [], f"local requests failed on {path}: {failed}"
+        broken = page.evaluate(
+            "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        )
+        assert broken == [], f"images that did not load on {path}: {broken}"
+        assert page.locator("h1").count() >= 1, f"{path} has no title"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_chapter_shows_static_calculator(browser, site, path):
+    """A chapter shows its calculator's default figure and the note on using it live, and no dead controls."""
+    context, page, _, _, _ = _visit(browser, f"{site}/{path}")
+    try:
+        assert page.locator(".calc-note").count() >= 1, f"{path}: no calculator note"
+        assert page.locator(".cell_output img").count() >= 1, f"{path}: no figure in the outputs"
+        dead = page.locator(".cell_output input, .cell_output select, .cell_output .widget-slider").count()
+        assert dead == 0, f"{path}: {dead} widget controls rendered without a kernel"
+        assert page.locator(".jupyterlite_sphinx_iframe_container, .jupyterlite_sphinx_try_it_button, iframe").count() >= 1 or page.locator("text=live").count() >= 1, f"{path}: no way to open it live"
+    finally:
+        context.close()
+
+
+def test_lite_notebook_ui_renders_and_only_calls_pyodide_cdn(browser, site, screenshots):
+    """The JupyterLite site opens a chapter in its notebook UI; off-host requests go only to the Pyodide CDN."""
+    lite = HTML / "lite"
+    assert (lite / "notebooks" / "index.html").exists(), "no JupyterLite site in the build"
+    contents = sorted((lite / "files").rglob("*.ipynb"))
+    assert contents, "the JupyterLite site holds no notebooks"
+    notebook = contents[0].relative_to(lite / "files").as_posix()
+    context, page, errors, off_host, failed = _visit(
+        browser, f"{site}/lite/notebooks/index.html?path={notebook}", screenshots / "lite_notebook.png", wait_ms=100
+    )
+    try:
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_timeout(8_000)  # let the kernel start and try to fetch Pyodide
+        page.screenshot(path=str(screenshots / "lite_notebook.png"), full_page=False)
+        assert page.locator(".jp-Cell").count() >= 3
+        strangers = sorted({u for u in off_host if urlparse(u).hostname != PYODIDE_CDN})
+        assert strangers == [], f"the live site requested hosts other than the Pyodide CDN: {strangers}"
+        assert failed == [], f"local requests failed in the lite site: {failed}"
+    finally:
+        context.close()
+
+
+def test_lite_site_ships_helpers_and_widgets_wheels():
+    """The in-browser kernel installs helpers and ipywidgets from the site itself, not from PyPI."""
+    index = HTML / "lite" / "pypi" / "all.json"
+    assert index.exists(), "no piplite index in the lite site"
+    text = index.read_text()
+    for name in ("gpu-book-helpers", "ipywidgets", "comm", "jupyterlab-widgets"):
+        assert name in text or name.replace("-", "_") in text, f"{name} missing from the lite site's wheels"
+    config = (HTML / "lite" / "jupyter-lite.json").read_text()
+    assert '"disablePyPIFallback": true' in config
