@@ -140,7 +140,8 @@ def mark_ops(ax: "Axes", points: Mapping[str, float], acc: str | Accelerator, dt
 
     Each ``label: intensity`` (FLOP/byte) becomes a black triangle at the
     attainable FLOP/s of ``acc`` in ``dtype``; labels of neighbouring points
-    (sorted by intensity) go on opposite sides so close points stay legible.
+    (sorted by intensity) go on opposite sides so close points stay legible,
+    and the y-axis gains head-room for labels above the compute roof.
 
     Parameters
     ----------
@@ -161,16 +162,18 @@ def mark_ops(ax: "Axes", points: Mapping[str, float], acc: str | Accelerator, dt
         intensity = _validate.positive(f"points[{label!r}]", intensity)
         value = attainable_flops(intensity, device, dtype)
         ax.plot([intensity], [value], "k^", ms=6, zorder=5)
-        above = i % 2 == 0
+        above = i % 2 == 0  # up-left or down-right of the point: off a rising or flat roof either way
         ax.annotate(
             label,
             (intensity, value),
             textcoords="offset points",
-            xytext=(0, 9) if above else (0, -10),
-            ha="center",
+            xytext=(-5, 7) if above else (5, -7),
+            ha="right" if above else "left",
             va="bottom" if above else "top",
             fontsize=8,
         )
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 3)  # head-room for the labels above the compute roof
 
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
