@@ -95,10 +95,12 @@ def reuse_bandwidth_threshold(
     if coefficients is None:
         flops = prefill_cost(m, n, dtype=dtype).flops
     else:
-        if len(coefficients) != 2:
-            raise ValueError(f"coefficients must be a pair (a, b), got {coefficients!r}")
-        a = _validate.non_negative("coefficients[0] (a)", coefficients[0])
-        b = _validate.positive("coefficients[1] (b)", coefficients[1])
+        try:
+            a, b = coefficients
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"coefficients must be a pair (a, b), got {coefficients!r}") from exc
+        a = _validate.non_negative("coefficients[0] (a)", a)
+        b = _validate.positive("coefficients[1] (b)", b)
         flops = m.n_layers * (a * n * n * m.d_model + b * n * m.d_model**2)
     return kv_bytes(m, n, dtype) * compute_flops / flops
 
