@@ -227,6 +227,10 @@ def test_bad_input():
         reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 22, 1))
     with pytest.raises(ValueError, match="coefficients"):
         reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 0))
+    with pytest.raises(ValueError, match="coefficients"):
+        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=4)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="coefficients"):
+        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=("4", 22))
     with pytest.raises(ValueError, match="n_gpus"):
         recompute_time("llama-2-7b", 10, "H100", n_gpus=0)
     with pytest.raises(ValueError, match="mfu"):
