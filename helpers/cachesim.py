@@ -121,7 +121,9 @@ class Trace:
         if self.offsets[0] != 0 or self.offsets[-1] != len(self.block_ids) or np.any(np.diff(self.offsets) < 0):
             raise ValueError("offsets must rise from 0 to len(block_ids)")
         for field in ("timestamps", "input_lengths", "output_lengths", "block_ids", "offsets"):
-            getattr(self, field).setflags(write=False)
+            frozen = np.array(getattr(self, field), dtype=np.int64)  # a private copy, so the caller's array stays writable
+            frozen.setflags(write=False)
+            object.__setattr__(self, field, frozen)
 
     def __len__(self) -> int:
         return len(self.input_lengths)
@@ -516,6 +518,8 @@ class StackDistances:
     distinct_blocks: int
 
     def __post_init__(self) -> None:
+        for field in ("distances", "weights", "request"):
+            getattr(self, field).setflags(write=False)
         order = np.argsort(self.distances, kind="stable")
         object.__setattr__(self, "_sorted", self.distances[order])
         object.__setattr__(self, "_cum_tokens", np.concatenate([[0], np.cumsum(self.weights[order])]))

@@ -78,6 +78,11 @@ def test_trace_arrays_are_read_only():
         trace.block_ids[0] = 99
     with pytest.raises(AttributeError):
         trace.name = "other"  # type: ignore[misc]
+    mine = np.array([3, 4], dtype=np.int64)
+    built = make_trace([[1, 2]])
+    copy = cs.Trace(built.name, built.timestamps, built.input_lengths, built.output_lengths, mine, built.offsets)
+    mine[0] = 9  # the caller's array stays writable, and the trace keeps its own copy
+    assert copy.block_ids.tolist() == [3, 4]
 
 
 def test_load_path(tmp_path):
