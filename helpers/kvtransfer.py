@@ -219,11 +219,22 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
                 shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
                 tensors = [torch.empty(shape, dtype=dtype, device=dev) for _ in range(2 * m.n_layers)]
             samples = []
+            go = torch.zeros(1, device=dev)
+            dist.barrier()  # both workers hold their tensors before the first "go"
             for i in range(spec["warmup"] + spec["repeats"]):
-                dist.barrier()
+                # the decode worker asks ("go") and times until the last tensor has arrived:
+                # one small round trip is included, as in socket_transfer
+                if dev.type == "cuda":
+                    torch.cuda.synchronize(dev)
                 start = time.perf_counter()
-                for t in tensors:
-                    (dist.send if rank == 0 else dist.recv)(t, 1 - rank)
+                if rank == 1:
+                    dist.send(go, 0)
+                    for t in tensors:
+                        dist.recv(t, 0)
+                else:
+                    dist.recv(go, 1)
+                    for t in tensors:
+                        dist.send(t, 1)
                 if dev.type == "cuda":
                     torch.cuda.synchronize(dev)
                 if i >= spec["warmup"]:
