@@ -263,3 +263,119 @@ def largest_that_fits(sizes: Sequence[Any], run: Callable[[Any], Any]) -> tuple[
                 raise
             _free_gpu_memory()
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class BatchSweepSizes:
+    """The layer widths, dtype and batch sizes of Lab 2's sweep (and of the benchmark that replays it).
+
+    Attributes
+    ----------
+    dtype : str
+        Compute and storage dtype: ``"fp16"`` on a GPU, ``"fp32"`` on a CPU.
+    batches : tuple of int
+        Batch sizes swept, powers of two from 1 to well past the predicted knee.
+    d_small : int
+        Width of the small square linear layer whose time is mostly overhead.
+    d_linear : int
+        Width of the large square linear layer (weights far larger than any cache).
+    d_model, d_ff : int
+        Widths of the MLP ``d_model -> d_ff -> d_model``.
+    """
+
+    dtype: str
+    batches: tuple[int, ...]
+    d_small: int
+    d_linear: int
+    d_model: int
+    d_ff: int
+
+
+def batch_sweep_sizes(on_gpu: bool) -> BatchSweepSizes:
+    """Lab 2's sizes: a GPU sweeps fp16 layers to batch 8192; a CPU sweeps fp32 layers to batch 512.
+
+    The large layer's and the MLP's weights (a GPU: 128 MiB and 1 GiB; a CPU:
+    256 MiB and 128 MiB) are far larger than a GPU's L2 or a CPU core's private
+    caches, so the memory roof measured by a large copy applies, and the
+    predicted knee (tens of samples on a CPU, a few hundred on a GPU) lies well
+    inside the sweep. The small layer (256 wide on a GPU, 64 on a CPU, whose
+    fixed cost per call is lower) shows the overhead regime.
+    """
+    if not isinstance(on_gpu, bool):
+        raise TypeError(f"on_gpu must be True or False, got {on_gpu!r}")
+    if on_gpu:
+        return BatchSweepSizes("fp16", tuple(2**i for i in range(14)), 256, 8192, 8192, 32768)
+    return BatchSweepSizes("fp32", tuple(2**i for i in range(10)), 64, 8192, 2048, 8192)
+
+
+def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
+    """A ``torch.nn.Linear(d_in, d_out, bias=False)`` in ``dtype`` on ``dev``, random weights, no gradients.
+
+    No bias, so its cost is exactly :func:`helpers.ops.linear_cost`.
+    """
+    import torch
+
+    from . import bench
+
+    d_in = _validate.positive_int("d_in", d_in)
+    d_out = _validate.positive_int("d_out", d_out)
+    dev = bench.device() if dev is None else torch.device(dev)
+    layer = torch.nn.Linear(d_in, d_out, bias=False, device=dev, dtype=bench.torch_dtype(dtype))
+    return layer.requires_grad_(False)
+
+
+def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
+    """An MLP ``Linear(d_model, d_ff) -> ReLU -> Linear(d_ff, d_model)``, no biases, no gradients.
+
+    Three framework calls per step (two matmuls and an in-place ReLU); its
+    cost is :func:`helpers.ops.mlp_cost` (which ignores the ReLU's pass over
+    the hidden activations).
+    """
+    import torch
+
+    up = make_linear(d_model, d_ff, dtype, dev)
+    down = make_linear(d_ff, d_model, dtype, dev)
+    return torch.nn.Sequential(up, torch.nn.ReLU(inplace=True), down).requires_grad_(False)
+
+
+def batch_caller(module: Any, d_in: int, dtype: str, dev: Any = None) -> Callable[[int], Callable[[], Any]]:
+    """For :func:`timed_sweep`: ``batch -> (lambda: module(x))`` with a random ``x`` of ``batch x d_in``."""
+    import torch
+
+    from . import bench
+
+    if not callable(module):
+        raise TypeError("module must be callable")
+    d_in = _validate.positive_int("d_in", d_in)
+    tdtype = bench.torch_dtype(dtype)
+    dev = bench.device() if dev is None else torch.device(dev)
+
+    def make(batch: int) -> Callable[[], Any]:
+        x = torch.randn(_validate.positive_int("batch", batch), d_in, device=dev, dtype=tdtype)
+        return lambda: module(x)
+
+    return make
+
+
+def measured_ceilings(dtypes: Sequence[str] | None = None, dev: Any = None, tries: int = 3, quick: bool = False) -> Accelerator:
+    """The best of ``tries`` calls of :func:`helpers.bench.measured_accelerator`: per-dtype peak and bandwidth maxima.
+
+    On a shared machine a single measurement can land on a moment when other
+    jobs hold the cores; the best of a few is the device's ceiling (the
+    standard "best of N" of benchmarking). The result is an
+    :class:`~helpers.hardware.Accelerator`, usable by every roofline function.
+    """
+    from . import bench
+
+    tries = _validate.positive_int("tries", tries)
+    runs = [bench.measured_accelerator(None if dtypes is None else tuple(dtypes), dev=dev, quick=quick) for _ in range(tries)]
+    best = runs[0]
+    peaks = {d: max(r.flops(d) for r in runs) for d in best.peak_flops}
+    return Accelerator(
+        name=best.name,
+        peak_flops=peaks,
+        memory_bandwidth=max(r.memory_bandwidth for r in runs),
+        memory_capacity=best.memory_capacity,
+        source=best.source,
+        notes=f"Best of {tries} measurements. " + best.notes,
+    )

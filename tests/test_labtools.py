@@ -134,3 +134,57 @@ def test_largest_that_fits_skips_out_of_memory():
         labtools.largest_that_fits([1000, 500], run)
     with pytest.raises(KeyError):
         labtools.largest_that_fits([1], lambda s: {}["x"])
+
+
+def test_batch_sweep_sizes_put_the_knee_inside():
+    """Lab 2's sweep reaches well past a linear layer's wide-layer knee (ridge * w / 2) on the T4 (GPU) and a typical CPU.
+
+    T4 fp16 ridge = 65e12 / 320e9 = 203 FLOP/byte -> knee ~ 203 (NVIDIA T4 datasheet); a CPU with ~100 GFLOP/s
+    and ~10 GB/s has ridge ~10 -> knee ~20 for fp32 weights.
+    """
+    from helpers.batching import knee_batch
+
+    gpu, cpu = labtools.batch_sweep_sizes(True), labtools.batch_sweep_sizes(False)
+    assert gpu.dtype == "fp16" and cpu.dtype == "fp32"
+    assert gpu.batches[0] == cpu.batches[0] == 1
+    assert gpu.batches[-1] > 4 * knee_batch("t4", gpu.d_linear, gpu.d_linear, "fp16")
+    assert cpu.batches[-1] > 4 * 20
+    with pytest.raises(TypeError, match="on_gpu"):
+        labtools.batch_sweep_sizes("yes")
+
+
+def test_layers_have_the_modelled_shapes_and_no_bias():
+    """make_linear has no bias (its cost is exactly ops.linear_cost); make_mlp maps d_model -> d_ff -> d_model."""
+    layer = labtools.make_linear(8, 4, "fp32", "cpu")
+    assert layer.bias is None and tuple(layer.weight.shape) == (4, 8) and not layer.weight.requires_grad
+    mlp = labtools.make_mlp(8, 32, "fp32", "cpu")
+    call = labtools.batch_caller(mlp, 8, "fp32", "cpu")(5)
+    assert tuple(call().shape) == (5, 8)
+    with pytest.raises(ValueError, match="d_in"):
+        labtools.make_linear(0, 4, "fp32", "cpu")
+    with pytest.raises(TypeError, match="module"):
+        labtools.batch_caller(3, 8, "fp32", "cpu")
+
+
+def test_measured_ceilings_is_the_best_of_several(monkeypatch):
+    """The ceilings are the per-dtype maxima over the tries (best of N), as an Accelerator."""
+    from helpers import bench
+    from helpers.hardware import Accelerator
+
+    values = iter([(1e9, 2e9), (3e9, 1e9), (2e9, 1.5e9)])
+
+    def fake(dtypes=None, dev=None, quick=False):
+        peak, bw = next(values)
+        return Accelerator("measured: fake", {"fp32": peak}, bw, 1e9, "fake")
+
+    monkeypatch.setattr(bench, "measured_accelerator", fake)
+    acc = labtools.measured_ceilings(("fp32",), tries=3)
+    assert acc.flops("fp32") == 3e9 and acc.memory_bandwidth == 2e9 and acc.name == "measured: fake"
+    with pytest.raises(ValueError, match="tries"):
+        labtools.measured_ceilings(("fp32",), tries=0)
+
+
+def test_measured_ceilings_on_this_cpu():
+    """A real quick measurement on the CPU gives positive ceilings no larger than a generous physical bound."""
+    acc = labtools.measured_ceilings(("fp32",), dev="cpu", tries=2, quick=True)
+    assert 0 < acc.flops("fp32") < 1e14 and 0 < acc.memory_bandwidth < 2e12
