@@ -1,0 +1,52 @@
+"""Sphinx extension: put a "run it live in the page" block above each chapter's calculator.
+
+For every notebook under ``chapters/``, at read time (the file on disk is not
+touched), a Markdown cell holding jupyterlite-sphinx's ``notebooklite``
+directive is inserted before the first cell that builds a
+``Calculator``. In the rendered page it is a button; a click replaces it
+with the whole chapter running in JupyterLite (Pyodide, in the browser), where
+the calculator's controls work. Colab and Jupyter users never see the
+directive, since the notebook itself does not contain it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sphinx.application import Sphinx
+
+PROMPT = "▶ Use this calculator live: open the chapter in your browser (first load downloads Python, ~30 MB)"
+
+
+def _live_cell(notebook_name: str, prompt: str, height: str) -> dict[str, Any]:
+    text = f"```{{notebooklite}} {notebook_name}\n:width: 100%\n:height: {height}\n:prompt: {prompt}\n```"
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def insert_live_cell(source: str, notebook_name: str, prompt: str = PROMPT, height: str = "760px") -> str:
+    """Return the notebook JSON ``source`` with the live block before its first calculator (unchanged if none)."""
+    nb = json.loads(source)
+    cells = nb.get("cells", [])
+    for index, cell in enumerate(cells):
+        text = "".join(cell.get("source", "")) if cell.get("cell_type") == "code" else ""
+        if "Calculator(" in text:
+            cells.insert(index, _live_cell(notebook_name, prompt, height))
+            return json.dumps(nb)
+    return source
+
+
+def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
+    if not docname.startswith(app.config.live_notebooks_folder + "/"):
+        return
+    path = app.env.doc2path(docname)
+    if not str(path).endswith(".ipynb"):
+        return
+    source[0] = insert_live_cell(source[0], str(path).rsplit("/", 1)[-1], app.config.live_notebooks_prompt)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("live_notebooks_folder", "chapters", "env")
+    app.add_config_value("live_notebooks_prompt", PROMPT, "env")
+    app.connect("source-read", _source_read)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,110 @@
+"""Structural checks of the book's notebooks: what every chapter and lab promises its readers.
+
+nbval proves that the notebooks run and (for chapters) reproduce; these tests
+check the book's own standards: every notebook is in the table of contents,
+the Colab setup cell installs helpers from the repository named in
+``_config.yml``, chapters never import torch (they run in the browser), labs
+open in Colab with a GPU, and every chapter has its exercises, auto-check,
+takeaway, lab link and references.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+REPO_URL = CONFIG["repository"]["url"].rstrip("/")
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+LABS = sorted((ROOT / "labs").glob("*.ipynb"))
+
+
+def _toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = set()
+    for part in toc.get("parts", []):
+        for entry in part.get("chapters", []):
+            files.add(entry["file"])
+    return files
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _markdown(nb: nbformat.NotebookNode) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def _code(nb: nbformat.NotebookNode) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_book_has_chapters_and_labs():
+    """The book has its nine chapters and six labs."""
+    assert len(CHAPTERS) == 9, [p.name for p in CHAPTERS]
+    assert len(LABS) == 6, [p.name for p in LABS]
+
+
+@pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
+def test_notebook_is_in_the_toc(path):
+    """No notebook is left out of the rendered book."""
+    assert str(path.relative_to(ROOT).with_suffix("")) in _toc_files()
+
+
+@pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
+def test_setup_cell_installs_helpers_from_the_configured_repository(path):
+    """The first code cell installs helpers on Colab from _config.yml's repository URL, and never torch."""
+    first = next(c for c in _read(path).cells if c.cell_type == "code")
+    assert '"google.colab" in sys.modules' in first.source
+    urls = re.findall(r"git\+(https://[^\s\"']+)", first.source)
+    assert urls == [REPO_URL], f"{path.name}: setup cell installs from {urls}, _config.yml says {REPO_URL}"
+    assert "torch" not in first.source.replace("torch is already there", "")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_does_not_import_torch(path):
+    """Chapters run in the browser (Pyodide), where torch does not exist."""
+    assert not re.search(r"^\s*(import torch|from torch)", _code(_read(path)), re.M)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_has_its_parts(path):
+    """Each chapter: >= 3 exercises with solutions, an auto-check, a takeaway, a calculator, a lab link, references."""
+    nb = _read(path)
+    text = _markdown(nb)
+    exercises = re.findall(r"\{exercise\}", text)
+    solutions = re.findall(r"\{solution\}", text)
+    assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises"
+    assert len(solutions) >= len(exercises), f"{path.name}: an exercise has no solution"
+    assert "exercises.check(" in _code(nb), f"{path.name}: no auto-checked exercise"
+    assert re.search(r"Takeaway", text), f"{path.name}: no takeaway box"
+    assert "Calculator(" in _code(nb), f"{path.name}: no calculator"
+    assert re.search(r"\]\(\.\./labs/lab\d_[a-z0-9_]+\.ipynb\)", text), f"{path.name}: no link to a lab"
+    assert "{footbibliography}" in text, f"{path.name}: no references"
+
+
+@pytest.mark.parametrize("path", LABS, ids=lambda p: p.name)
+def test_lab_opens_in_colab_with_a_gpu(path):
+    """Each lab: a Colab badge pointing at itself in the repository, GPU metadata, the device printed first."""
+    nb = _read(path)
+    assert nb.metadata.get("accelerator") == "GPU"
+    badge = f"https://colab.research.google.com/github/{REPO_URL.removeprefix('https://github.com/')}/blob/main/labs/{path.name}"
+    assert badge in _markdown(nb), f"{path.name}: no Colab badge linking {badge}"
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert "describe_device()" in code_cells[1].source, f"{path.name}: the second code cell must print the device"
+
+
+@pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
+def test_committed_with_outputs_and_no_errors(path):
+    """The book renders committed outputs: every code cell has run, none raised."""
+    for cell in _read(path).cells:
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        assert cell.get("execution_count") is not None, f"{path.name}: a code cell was never run"
+        assert not any(o.get("output_type") == "error" for o in cell.outputs), f"{path.name}: an error output"
