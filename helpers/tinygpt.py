@@ -130,13 +130,15 @@ class Block(nn.Module):
         """
         b, n_heads, s, hd = q.shape
         n_kv, t = k_cache.shape[1], k_cache.shape[2]
-        qg = q.reshape(b, n_kv, n_heads // n_kv, s, hd)
-        scores = torch.matmul(qg, k_cache.unsqueeze(2).transpose(-1, -2)) / math.sqrt(hd)
+        group = n_heads // n_kv
+        # the group's queries become extra rows of one matmul per KV head: the cache is read once, never expanded
+        qg = q.reshape(b, n_kv, group * s, hd)
+        scores = torch.matmul(qg, k_cache.transpose(-1, -2)) / math.sqrt(hd)
         if causal and s > 1:
             mask = torch.ones(s, t, dtype=torch.bool, device=q.device).triu(t - s + 1)
-            scores = scores.masked_fill(mask, float("-inf"))
+            scores = scores.view(b, n_kv, group, s, t).masked_fill(mask, float("-inf")).view(b, n_kv, group * s, t)
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-        return torch.matmul(probs, v_cache.unsqueeze(2)).reshape(b, n_heads, s, hd)
+        return torch.matmul(probs, v_cache).reshape(b, n_heads, s, hd)
 
     def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         """Output projection and MLP: ``x + wo(attended)``, then the MLP's residual update."""
