@@ -379,3 +379,38 @@ def measured_ceilings(dtypes: Sequence[str] | None = None, dev: Any = None, trie
         source=best.source,
         notes=f"Best of {tries} measurements. " + best.notes,
     )
+
+
+def timed_sweep_past_knee(
+    values: Sequence[int],
+    make_call: Callable[[Any], Callable[[], Any]],
+    max_value: int,
+    fraction: float = 0.9,
+    **kwargs: Any,
+) -> TimedSweep:
+    """:func:`timed_sweep` over batch sizes, doubling the largest until the measured knee lies inside.
+
+    The knee is :func:`helpers.batching.measured_knee` (the smallest batch
+    reaching ``fraction`` of the best throughput). If it is the largest batch
+    timed, throughput was still climbing: the sweep is extended by doubling
+    the largest batch, up to ``max_value``, or until a GPU runs out of memory.
+    ``kwargs`` go to :func:`timed_sweep`.
+    """
+    from .batching import measured_knee
+
+    max_value = _validate.positive_int("max_value", max_value)
+    sweep = timed_sweep(values, make_call, **kwargs)
+    while (
+        sweep.stopped_at is None
+        and measured_knee(sweep.values, sweep.seconds, fraction) == sweep.values[-1]
+        and 2 * int(sweep.values[-1]) <= max_value
+    ):
+        more = timed_sweep([2 * int(sweep.values[-1])], make_call, **{**kwargs, "progress": False})
+        if more.stopped_at is not None:
+            sweep = TimedSweep(sweep.values, sweep.seconds, sweep.spread, sweep.device, more.stopped_at)
+            break
+        sweep = TimedSweep(
+            np.append(sweep.values, more.values), np.append(sweep.seconds, more.seconds),
+            np.append(sweep.spread, more.spread), sweep.device, None,
+        )
+    return sweep

@@ -188,3 +188,18 @@ def test_measured_ceilings_on_this_cpu():
     """A real quick measurement on the CPU gives positive ceilings no larger than a generous physical bound."""
     acc = labtools.measured_ceilings(("fp32",), dev="cpu", tries=2, quick=True)
     assert 0 < acc.flops("fp32") < 1e14 and 0 < acc.memory_bandwidth < 2e12
+
+
+def test_timed_sweep_past_knee_extends_until_throughput_saturates(monkeypatch):
+    """With time = max(1, B/64) (a roofline with its knee at 64), a sweep to 16 is doubled until the 90 % knee (64) is inside."""
+    from helpers import bench
+    from helpers.bench import Timing
+
+    monkeypatch.setattr(bench, "time_fn", lambda fn, warmup=0, repeats=1, dev=None: Timing(fn(), 0.0, repeats, "fake"))
+    make = lambda b: (lambda: max(1.0, b / 64))
+    sweep = labtools.timed_sweep_past_knee([1, 2, 4, 8, 16], make, max_value=4096, progress=False)
+    assert list(sweep.values) == [1, 2, 4, 8, 16, 32, 64, 128]
+    capped = labtools.timed_sweep_past_knee([1, 2, 4, 8, 16], make, max_value=32, progress=False)
+    assert list(capped.values) == [1, 2, 4, 8, 16, 32]
+    with pytest.raises(ValueError, match="max_value"):
+        labtools.timed_sweep_past_knee([1], make, max_value=0)
