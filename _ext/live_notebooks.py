@@ -21,7 +21,7 @@ PROMPT = "▶ Use this calculator live: open the chapter in your browser (first 
 
 def _live_cell(notebook_name: str, prompt: str, height: str) -> dict[str, Any]:
     text = f"```{{notebooklite}} {notebook_name}\n:width: 100%\n:height: {height}\n:prompt: {prompt}\n```"
-    return {"cell_type": "markdown", "metadata": {}, "source": text}
+    return {"cell_type": "markdown", "id": "live-calculator", "metadata": {}, "source": text}
 
 
 def insert_live_cell(source: str, notebook_name: str, prompt: str = PROMPT, height: str = "760px") -> str:

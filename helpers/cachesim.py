@@ -244,8 +244,8 @@ def trace_path(name: str, download: bool = True) -> Path:
     """Where the open trace ``name`` is on this machine, downloading it if needed.
 
     Looks in the folder named by ``$MOONCAKE_TRACES``, then in
-    :data:`CACHE_DIR`, then (if ``download``) fetches it from
-    :data:`TRACE_URL` into :data:`CACHE_DIR`. The file's sha256 is checked.
+    ``CACHE_DIR``, then (if ``download``) fetches it from
+    ``TRACE_URL`` into ``CACHE_DIR``. The file's sha256 is checked.
 
     Raises
     ------
