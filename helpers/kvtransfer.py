@@ -241,7 +241,7 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
                     samples.append(time.perf_counter() - start)
             if rank == 1:
                 expected = make_cache(tokens, prompt)
-                verified = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(tensors, expected))
+                verified = all(torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3) for a, b in zip(tensors, expected))
                 if model is not None:
                     received = [(tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)]
                     logits, _ = model.decode_step(torch.zeros(spec["batch"], dtype=torch.long), received)

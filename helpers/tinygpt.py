@@ -187,7 +187,8 @@ class TinyGPT(nn.Module):
     device : str or torch.device, optional
         Where the weights live (default: the CPU).
     seed : int
-        Seed of the random weights: the same seed gives the same model in every process.
+        Seed of the random weights: the same seed gives the same model in every process on the same
+        kind of device (CPU and CUDA draw different random numbers).
 
     Examples
     --------
@@ -202,18 +203,20 @@ class TinyGPT(nn.Module):
         self.dtype_name = dtype
         seed = _validate.non_negative_int("seed", seed)
         m = self.config
-        generator = torch.Generator().manual_seed(seed)
-        self.embed = nn.Embedding(m.vocab_size, m.d_model)
-        self.blocks = nn.ModuleList(Block(m) for _ in range(m.n_layers))
-        self.norm = RMSNorm(m.d_model)
-        self.lm_head = nn.Linear(m.d_model, m.vocab_size, bias=False)
+        target = torch.device("cpu") if device is None else torch.device(device)
+        with target:  # build and fill the weights where they will live (a large model on a GPU in seconds)
+            self.embed = nn.Embedding(m.vocab_size, m.d_model)
+            self.blocks = nn.ModuleList(Block(m) for _ in range(m.n_layers))
+            self.norm = RMSNorm(m.d_model)
+            self.lm_head = nn.Linear(m.d_model, m.vocab_size, bias=False)
+        generator = torch.Generator(device=target).manual_seed(seed)
         with torch.no_grad():
             for name, param in self.named_parameters():
                 if name.endswith("norm.weight"):
                     continue
                 fan_in = param.shape[-1] if param.ndim > 1 and not name.startswith("embed") else 1
-                param.copy_(torch.randn(param.shape, generator=generator) / math.sqrt(fan_in))
-        self.to(device=torch.device("cpu") if device is None else torch.device(device), dtype=torch_dtype(dtype))
+                param.copy_(torch.randn(param.shape, generator=generator, device=target) / math.sqrt(fan_in))
+        self.to(dtype=torch_dtype(dtype))
         self.eval()
         self.requires_grad_(False)
 
@@ -273,11 +276,11 @@ class TinyGPT(nn.Module):
         batch = _validate.positive_int("batch", batch)
         context = _validate.positive_int("context", context)
         m = self.config
-        generator = torch.Generator().manual_seed(_validate.non_negative_int("seed", seed))
+        generator = torch.Generator(device=self.device).manual_seed(_validate.non_negative_int("seed", seed))
         shape = (batch, m.n_kv_heads, context, m.head_dim)
         dtype = torch_dtype(self.dtype_name)
         return [
-            tuple(torch.randn(shape, generator=generator).to(device=self.device, dtype=dtype) for _ in range(2))  # type: ignore[misc]
+            tuple(torch.randn(shape, generator=generator, device=self.device, dtype=dtype) for _ in range(2))  # type: ignore[misc]
             for _ in range(m.n_layers)
         ]
 
@@ -285,11 +288,11 @@ class TinyGPT(nn.Module):
         """Random queries (one per sequence and layer) ready for :meth:`decode_attention` over ``kv_cache``."""
         self._check_cache(kv_cache)
         batch = _validate.positive_int("batch", batch)
-        generator = torch.Generator().manual_seed(_validate.non_negative_int("seed", seed))
+        generator = torch.Generator(device=self.device).manual_seed(_validate.non_negative_int("seed", seed))
         m = self.config
         shape = (batch, m.n_heads, 1, m.head_dim)
         dtype = torch_dtype(self.dtype_name)
-        queries = [torch.randn(shape, generator=generator).to(device=self.device, dtype=dtype) for _ in range(m.n_layers)]
+        queries = [torch.randn(shape, generator=generator, device=self.device, dtype=dtype) for _ in range(m.n_layers)]
         return DecodeInputs(queries, list(kv_cache))
 
     @torch.no_grad()
