@@ -16,7 +16,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-PROMPT = "▶ Use this calculator live: open the chapter in your browser (first load downloads Python, ~30 MB)"
+PROMPT = "▶ Run this chapter live, with working controls, right here in the page (Python loads in your browser: about 30 MB the first time)"
 
 
 def _live_cell(notebook_name: str, prompt: str, height: str) -> dict[str, Any]:

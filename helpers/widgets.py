@@ -25,9 +25,9 @@ from matplotlib.axes import Axes
 from .plots import new_figure
 
 LIVE_NOTE = (
-    "<p class='calc-note'><b>Calculator.</b> The figure and numbers below are the default result. "
-    "To move the controls, open this page live: the rocket icon at the top offers Colab, Binder "
-    "and a live in-browser version.</p>"
+    "<p class='calc-note'><b>Calculator.</b> The figure and numbers below are its default result. "
+    "To move its controls, press the yellow <i>live</i> button above (Python runs in your browser), "
+    "or open the page in Colab or Binder from the rocket icon at the top.</p>"
 )
 
 Render = Callable[..., str]
