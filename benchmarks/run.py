@@ -248,9 +248,21 @@ def section_make_test_stages(args: argparse.Namespace) -> SectionResult:
     return res
 
 
+# --------------------------------------------------------------------------------------------------
+# Section 4: KV-cache transfer, torch.distributed against a plain socket (benchmarks/kv_transfer.py)
+
+
+def section_kv_transfer(args: argparse.Namespace) -> SectionResult:
+    from benchmarks.kv_transfer import run_section
+
+    out = run_section(rounds=args.rounds)
+    return SectionResult("kv_transfer", out["title"], out["metrics"], [Target(*t) for t in out["targets"]], out["markdown"])
+
+
 SECTIONS: list[tuple[str, Callable[[argparse.Namespace], SectionResult]]] = [
     ("measurement", section_measurement),
     ("model_fidelity", section_model_fidelity),
+    ("kv_transfer", section_kv_transfer),
     ("make_test_stages", section_make_test_stages),
 ]
 """Every section, in order. A new section is a function ``args -> SectionResult`` appended here."""
