@@ -128,7 +128,7 @@ def prefill_with_prefix(model: "TinyGPT", suffix: Any, prefix_cache: "KVCache") 
     Returns
     -------
     logits : torch.Tensor, shape (batch, vocab)
-        Logits of the last position, as :meth:`TinyGPT.prefill` of the whole prompt returns them.
+        Logits of the last position, as :meth:`helpers.tinygpt.TinyGPT.prefill` of the whole prompt returns them.
     cache : list of (keys, values)
         The whole prompt's cache (prefix then suffix).
     """
