@@ -237,13 +237,19 @@ def section_make_test_stages(args: argparse.Namespace) -> SectionResult:
             except subprocess.TimeoutExpired as exc:
                 code, out = "timeout", str(exc.stdout or "")
             seconds = time.perf_counter() - start
+            out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # colour codes
             lines = [l.strip() for l in out.splitlines() if l.strip() and "WARNING | Kernel is running over TCP" not in l]
             last = lines[-1] if lines else ""
-            res.metrics[label] = {"command": " ".join(cmd), "seconds": seconds, "exit_code": code, "last_line": last[:300]}
-            table.append(f"| {label} | {seconds:.0f} | {code} | {last[:120].replace('|', '/')} |")
+            problems = [l for l in lines if l.startswith(("FAILED", "ERROR")) or ": WARNING:" in l or ": ERROR:" in l]
+            res.metrics[label] = {"command": " ".join(cmd), "seconds": seconds, "exit_code": code, "last_line": last[:300],
+                                  "failures_and_warnings": problems[:50], "n_failures_and_warnings": len(problems)}
+            summary = last if code == 0 else f"{len(problems)} failure/warning lines; last: {last}"
+            table.append(f"| {label} | {seconds:.0f} | {code} | {summary[:160].replace('|', '/')} |")
     res.metrics["total_seconds"] = sum(v["seconds"] for v in res.metrics.values() if isinstance(v, dict))
     res.markdown = ("Commands as in the Makefile's `test-unit`, `test-notebooks` and `test-book` (the book is built into "
-                    "a temporary folder), run one after the other in this process's environment.\n\n" + "\n".join(table)
+                    "a temporary folder), run one after the other in this process's environment. A non-zero exit code "
+                    "is reported, not hidden; the JSON lists the first 50 failure and warning lines of each stage.\n\n"
+                    + "\n".join(table)
                     + f"\n\nTotal: {res.metrics['total_seconds']:.0f} s.")
     return res
 

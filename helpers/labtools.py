@@ -6,10 +6,15 @@ The labs predict a time with the book's models (:mod:`helpers.roofline`,
 
 * :func:`catalog_accelerator` -- the datasheet entry of the GPU torch reports
   (``"Tesla T4"`` -> ``T4``), or ``None`` (a CPU, or a GPU not in the catalog);
-* :func:`timed_sweep` -- time one callable per sweep value with a progress bar,
-  stopping cleanly when a GPU runs out of memory;
+* :func:`rate_bounds` -- FLOP/s and bytes/s no honest measurement on a device can exceed;
+* :func:`measured_ceilings` -- the best of a few :func:`helpers.bench.measured_accelerator` calls;
+* :func:`timed_sweep`, :func:`timed_sweep_past_knee` -- time one callable per sweep value with a
+  progress bar, stopping cleanly when a GPU runs out of memory (and, for batch sweeps, extending
+  the sweep until its knee lies inside);
 * :func:`largest_that_fits` -- the first size in a list that does not run out of memory;
-* :class:`Comparison` -- predicted against measured with relative errors, as a Markdown table.
+* :class:`Comparison` -- predicted against measured with relative errors, as a Markdown table;
+* :func:`batch_sweep_sizes`, :func:`make_linear`, :func:`make_mlp`, :func:`batch_caller` -- Lab 2's
+  layers and sizes, shared with ``benchmarks/run.py``.
 
 Torch is imported lazily, as in :mod:`helpers.bench`. Units: seconds, FLOP/s, bytes/s.
 """
@@ -414,3 +419,26 @@ def timed_sweep_past_knee(
             np.append(sweep.spread, more.spread), sweep.device, None,
         )
     return sweep
+
+
+def rate_bounds(device_name: str, dtype: str, threads: int = 1, slack: float = 1.05) -> tuple[float, float]:
+    """Upper bounds ``(FLOP/s, bytes/s)`` that no honest measurement on the named device can exceed.
+
+    A catalogued GPU (:func:`catalog_accelerator`): ``slack`` times its
+    datasheet peak for ``dtype`` (no bound on FLOP/s if the datasheet lacks the
+    dtype) and ``slack`` times its bandwidth; the default 5 % allows for boost
+    clocks. Any other GPU: 10 PFLOP/s and 20 TB/s, beyond every accelerator
+    sold by 2026. A CPU: 2,048 FLOP per cycle per thread at 6 GHz (more than
+    any core's vector or matrix units retire) and 2 TB/s. The labs assert that
+    every measured rate lies below these bounds.
+    """
+    key = _validate.name("device_name", device_name)
+    threads = _validate.positive_int("threads", threads)
+    slack = _validate.positive("slack", slack)
+    if key.startswith("cpu"):
+        return threads * 6e9 * 2048.0, 2e12
+    datasheet = catalog_accelerator(device_name)
+    if datasheet is None:
+        return 1e16, 2e13
+    flops = slack * datasheet.peak_flops[dtype] if dtype in datasheet.peak_flops else float("inf")
+    return flops, slack * datasheet.memory_bandwidth

@@ -203,3 +203,17 @@ def test_timed_sweep_past_knee_extends_until_throughput_saturates(monkeypatch):
     assert list(capped.values) == [1, 2, 4, 8, 16, 32]
     with pytest.raises(ValueError, match="max_value"):
         labtools.timed_sweep_past_knee([1], make, max_value=0)
+
+
+def test_rate_bounds():
+    """Bounds come from the datasheet for a catalogued GPU (T4: 65 TFLOP/s fp16, 320 GB/s, NVIDIA T4 datasheet),
+    generous fixed values for other GPUs and for CPUs (scaled by threads)."""
+    f, b = labtools.rate_bounds("Tesla T4", "fp16")
+    assert f == pytest.approx(1.05 * 65e12) and b == pytest.approx(1.05 * 320e9)
+    assert labtools.rate_bounds("Tesla T4", "bf16")[0] == float("inf")
+    assert labtools.rate_bounds("Tesla T4", "fp16", slack=3)[0] == pytest.approx(3 * 65e12)
+    assert labtools.rate_bounds("NVIDIA RTX A6000", "fp16") == (1e16, 2e13)
+    cpu1, cpu4 = labtools.rate_bounds("CPU: x (1 threads)", "fp32"), labtools.rate_bounds("CPU: x (4 threads)", "fp32", threads=4)
+    assert cpu4[0] == pytest.approx(4 * cpu1[0]) and cpu1[1] == 2e12
+    with pytest.raises(ValueError, match="threads"):
+        labtools.rate_bounds("Tesla T4", "fp16", threads=0)
