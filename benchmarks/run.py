@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         for t in r.targets:
             show = (lambda v: f"{v:.1%}") if t.unit == "%" else (lambda v: f"{v:.3f}")
-            md.append(f"| {r.name} | {t.name} | {show(t.value)} | {t.op} {show(t.threshold)} | {'yes' if t.met else '**no**'} |")
+            label = t.name.replace("|", "\\|")  # a literal | would end the table cell
+            md.append(f"| {r.name} | {label} | {show(t.value)} | {t.op} {show(t.threshold)} | {'yes' if t.met else '**no**'} |")
     for r in results:
         md += ["", f"## {r.title}", "",
                f"Took {r.seconds:.0f} s; load average (1 min) {r.load_before[0]:.1f} before, {r.load_after[0]:.1f} after "
