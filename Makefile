@@ -9,7 +9,6 @@ JB_FLAGS := -n -W --keep-going
 # Where the Mooncake FAST'25 traces live (not committed; see README). CI points this at ../shared.
 MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
 .PHONY: setup lite-wheels book student test test-unit test-notebooks test-book test-browser bench clean

@@ -1,7 +1,8 @@
 """Open every page of the built book in Chromium and check what a reader sees.
 
 Each page: no console errors except blocked outbound requests (this machine is
-offline, and so may a reader's be), every image loads, and every chapter shows
+offline, and so may a reader's be), every image served by the book loads (an
+off-host one, such as the Colab badge, must at least carry alt text), and every chapter shows
 its calculator's static default output with the note on using it live. The
 JupyterLite site: its notebook UI renders a chapter, and the only off-host
 requests the live kernel makes go to the Pyodide CDN.
@@ -73,10 +74,14 @@ def test_page_renders_cleanly(browser, site, screenshots, path):
     try:
         assert errors == [], f"console errors on {path}: {errors}"
         assert failed == [], f"local requests failed on {path}: {failed}"
-        broken = page.evaluate(
-            "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        images = page.evaluate(
+            "() => Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete && i.naturalWidth > 0, i.alt])"
         )
+        # Off-host images (the Colab badge) cannot load on an offline machine; they must at least say what they are.
+        broken = [src for src, ok, _ in images if not ok and not _off_host(src)]
         assert broken == [], f"images that did not load on {path}: {broken}"
+        unlabelled = [src for src, ok, alt in images if not ok and _off_host(src) and not alt]
+        assert unlabelled == [], f"off-host images without alt text on {path}: {unlabelled}"
         assert page.locator("h1").count() >= 1, f"{path} has no title"
     finally:
         context.close()
