@@ -265,10 +265,22 @@ def section_kv_transfer(args: argparse.Namespace) -> SectionResult:
     return SectionResult("kv_transfer", out["title"], out["metrics"], [Target(*t) for t in out["targets"]], out["markdown"])
 
 
+# --------------------------------------------------------------------------------------------------
+# Section 5: replaying the Mooncake traces (benchmarks/trace_replay.py)
+
+
+def section_trace_replay(args: argparse.Namespace) -> SectionResult:
+    from benchmarks.trace_replay import run_section
+
+    out = run_section(rounds=args.rounds)
+    return SectionResult("trace_replay", out["title"], out["metrics"], [Target(*t) for t in out["targets"]], out["markdown"])
+
+
 SECTIONS: list[tuple[str, Callable[[argparse.Namespace], SectionResult]]] = [
     ("measurement", section_measurement),
     ("model_fidelity", section_model_fidelity),
     ("kv_transfer", section_kv_transfer),
+    ("trace_replay", section_trace_replay),
     ("make_test_stages", section_make_test_stages),
 ]
 """Every section, in order. A new section is a function ``args -> SectionResult`` appended here."""
