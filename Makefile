@@ -29,7 +29,7 @@ setup: $(STAMP)
 
 lite-wheels: setup
 	rm -rf $(LITE_WHEELS) && mkdir -p $(LITE_WHEELS)
-	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation -w $(LITE_WHEELS) .
+	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
 
 book: lite-wheels
