@@ -311,6 +311,13 @@ REGIME_COLOURS = {"overhead": "0.85", "memory": "#cfe2f3", "compute": "#fce5cd"}
 """Background colour of each regime in :func:`draw_sweep`."""
 
 
+def _decade_limits(values: np.ndarray) -> tuple[float, float]:
+    """Axis limits rounded out to whole powers of ten, so a log axis always shows labelled decades."""
+    low = 10.0 ** math.floor(math.log10(float(np.min(values))))
+    high = 10.0 ** math.ceil(math.log10(float(np.max(values))))
+    return low, high if high > low else 10 * low
+
+
 def draw_sweep(ax, sweep: BatchSweep, knee: float | None = None, mark: int | None = None):
     """Step time (left axis) and throughput (right axis) against batch, regimes shaded.
 
@@ -352,6 +359,8 @@ def draw_sweep(ax, sweep: BatchSweep, knee: float | None = None, mark: int | Non
     twin.loglog(b, sweep.throughput, color="C3", lw=2, label="throughput")
     twin.set_ylabel("throughput (samples/s)", color="C3")
     twin.grid(False)
+    ax.set_ylim(*_decade_limits(sweep.time))
+    twin.set_ylim(*_decade_limits(sweep.throughput))
     if knee is not None and math.isfinite(knee) and b[0] <= knee <= b[-1]:
         ax.axvline(knee, color="k", ls="--", lw=1, label=f"predicted knee ({knee:,.0f})")
     if mark is not None:

@@ -187,3 +187,25 @@ def test_draw_sweep_redraws_without_piling_up_axes():
         batching.draw_sweep(ax, sweep, mark=3)
     with pytest.raises(TypeError, match="sweep"):
         batching.draw_sweep(ax, "sweep")
+
+
+def test_draw_sweep_axes_span_whole_decades():
+    """Both log axes run between powers of ten that contain the data, so each shows labelled ticks.
+
+    Regression: a nearly flat step time (Llama-2-7B's MLP on an A100, chapter 3) spanned 1.4e-4 to
+    1.3e-2 s and the flat part had no labelled tick below it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from helpers import plots
+
+    sweep = batching.mlp_sweep("A100", [1, 16, 256, 4096], 4096, 11008, gated=True, overhead=5e-6)
+    fig, ax = plots.new_figure()
+    twin = batching.draw_sweep(ax, sweep)
+    for axes, values in ((ax, sweep.time), (twin, sweep.throughput)):
+        low, high = axes.get_ylim()
+        assert low <= values.min() and values.max() <= high
+        for limit in (low, high):
+            assert math.isclose(math.log10(limit), round(math.log10(limit)), abs_tol=1e-9)
+    assert batching._decade_limits(np.array([1e-3, 1e-3])) == (1e-3, 1e-2)  # a constant curve still gets a decade
