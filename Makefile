@@ -11,7 +11,7 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lite-wheels book student test test-unit test-notebooks test-book test-browser bench clean
+.PHONY: setup lite-wheels book student test test-unit test-notebooks test-book test-browser test-student bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
@@ -60,7 +60,10 @@ $(CHROMIUM):
 test-browser: test-book $(CHROMIUM)
 	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
-test: test-unit test-notebooks test-browser
+test-student: student
+	$(BIN)/python -m pytest tests/test_student_edition.py -q -p no:cacheprovider -k built
+
+test: test-unit test-notebooks test-browser test-student
 
 bench: setup
 	$(BIN)/python benchmarks/run.py

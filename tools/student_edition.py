@@ -48,6 +48,8 @@ def strip_notebook(path: Path) -> nbformat.NotebookNode:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = strip_solutions(cell.source)
+    # a cell that held only a solution is now empty: drop it
+    nb.cells = [c for c in nb.cells if c.cell_type != "markdown" or c.source.strip()]
     return nb
 
 

@@ -1,0 +1,79 @@
+"""The student edition leaves out every solution and nothing else.
+
+Unit tests of ``tools/student_edition.py`` on hand-written MyST, then (when
+``make student`` has built it) checks of the built edition itself: no
+solution in its pages, none in its downloadable notebooks, every exercise kept.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.student_edition import strip_notebook, strip_solutions  # noqa: E402
+
+STUDENT_HTML = ROOT / "_build" / "student" / "_build" / "html"
+
+
+def test_strip_solutions_removes_only_solution_blocks():
+    """Backtick and colon fences of any length are removed; exercises and other text stay."""
+    text = (
+        "Intro.\n\n```{exercise}\n:label: q1\nAsk.\n```\n\n"
+        "````{solution} q1\n:class: dropdown\nAnswer with ```code```.\n````\n\n"
+        ":::{solution} q1\nOther answer.\n:::\nAfter.\n"
+    )
+    out = strip_solutions(text)
+    assert "{exercise}" in out and "Ask." in out and "Intro." in out and "After." in out
+    assert "{solution}" not in out and "Answer" not in out and "Other answer" not in out
+
+
+def test_strip_notebook_drops_cells_left_empty(tmp_path):
+    """A Markdown cell that held only a solution disappears; code cells are untouched."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("```{exercise}\n:label: q\nAsk.\n```"),
+            nbformat.v4.new_code_cell("answer = None"),
+            nbformat.v4.new_markdown_cell("```{solution} q\n:class: dropdown\n42\n```"),
+        ]
+    )
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    stripped = strip_notebook(path)
+    assert [c.cell_type for c in stripped.cells] == ["markdown", "code"]
+
+
+def _chapter_exercise_count() -> int:
+    total = 0
+    for folder in ("chapters", "labs"):
+        for path in (ROOT / folder).glob("*.ipynb"):
+            nb = nbformat.read(path, as_version=4)
+            total += sum(len(re.findall(r"\{exercise\}", c.source)) for c in nb.cells if c.cell_type == "markdown")
+    return total
+
+
+@pytest.mark.skipif(not STUDENT_HTML.exists(), reason="student edition not built (make student)")
+def test_built_student_edition_has_no_solutions():
+    """Pages carry exercises but no solution; downloadable notebooks and the zip carry no solution either."""
+    pages = [p for p in STUDENT_HTML.rglob("*.html") if p.relative_to(STUDENT_HTML).parts[0] in {"chapters", "labs"}]
+    assert pages, "no chapter or lab pages in the student edition"
+    exercises = 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert 'class="solution' not in html and "Solution to" not in html, f"solution left in {page.name}"
+        exercises += html.count('class="exercise')
+    assert exercises >= _chapter_exercise_count()
+    for nb_path in (STUDENT_HTML / "_sources").rglob("*.ipynb"):
+        assert "{solution}" not in nb_path.read_text(encoding="utf-8"), f"solution left in {nb_path}"
+    archive = STUDENT_HTML / "_downloads" / "notebooks-student.zip"
+    with zipfile.ZipFile(archive) as zf:
+        names = zf.namelist()
+        assert len(names) == 15
+        assert all("{solution}" not in zf.read(n).decode() for n in names)
