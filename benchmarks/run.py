@@ -225,7 +225,7 @@ def _stage_commands(book_dir: str) -> list[tuple[str, list[str]]]:
 
 def section_make_test_stages(args: argparse.Namespace) -> SectionResult:
     res = SectionResult("make_test_stages", "How long each `make test` stage takes")
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
+    env = {**os.environ, "PYTHONHASHSEED": "0",
            "MOONCAKE_TRACES": os.environ.get("MOONCAKE_TRACES", str((ROOT / ".." / "shared" / "data" / "mooncake-traces").resolve()))}
     table = ["| stage | seconds | exit code | last line of output |", "|---|---:|---:|---|"]
     with tempfile.TemporaryDirectory(prefix="bench-book-") as book_dir:
