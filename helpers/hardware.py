@@ -335,22 +335,30 @@ def _tera(value: float | None) -> str:
 
 
 def catalog_markdown() -> str:
-    """The accelerator and link catalog as Markdown tables, with sources (the book's appendix)."""
+    """The accelerator and link catalog as Markdown tables, with sources (the book's appendix).
+
+    Three tables narrow enough for a book page: dense peak throughput per
+    dtype; memory, 16-bit ridge point and source; links.
+    """
     dtypes = list(DTYPE_BYTES)
-    head = "| accelerator | " + " | ".join(f"{d} TFLOP/s" for d in dtypes)
-    head += " | memory GB/s | memory GB | bf16/fp16 ridge FLOP/byte | source |\n"
-    head += "|---" * (len(dtypes) + 5) + "|\n"
-    rows = []
+    compute = ["| accelerator | " + " | ".join(dtypes) + " |", "|---" + "|---:" * len(dtypes) + "|"]
+    memory = ["| accelerator | memory GB/s | memory GB | 16-bit ridge (FLOP/byte) | source |", "|---|---:|---:|---:|---|"]
     for acc in _ACCELERATORS:
-        cells = [_tera(acc.peak_flops.get(d)) for d in dtypes]
+        compute.append(f"| {acc.name} | " + " | ".join(_tera(acc.peak_flops.get(d)) for d in dtypes) + " |")
         half = acc.peak_flops.get("bf16", acc.peak_flops.get("fp16"))
         ridge = "—" if half is None else f"{half / acc.memory_bandwidth:,.0f}"
-        rows.append(
-            f"| {acc.name} | " + " | ".join(cells)
-            + f" | {acc.memory_bandwidth / GIGA:,.0f} | {acc.memory_capacity / GIGA:,.0f} | {ridge} | [datasheet]({acc.source}) |"
+        memory.append(
+            f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} | {acc.memory_capacity / GIGA:,.0f} | {ridge} | [datasheet]({acc.source}) |"
         )
-    links_head = "| link | GB/s per direction | latency µs | source |\n|---|---|---|---|\n"
-    link_rows = [
-        f"| {l.name} | {l.bandwidth / GIGA:,.1f} | {l.latency * 1e6:,.0f} | [spec]({l.source}) |" for l in _LINKS
-    ]
-    return head + "\n".join(rows) + "\n\n" + links_head + "\n".join(link_rows) + "\n"
+    links = ["| link | GB/s per direction | latency µs | source |", "|---|---:|---:|---|"]
+    links += [f"| {l.name} | {l.bandwidth / GIGA:,.1f} | {l.latency * 1e6:,.0f} | [spec]({l.source}) |" for l in _LINKS]
+    return (
+        "**Dense peak throughput, TFLOP/s** (integer rows: TOPS)\n\n" + "\n".join(compute)
+        + "\n\n**Memory and ridge point**\n\n" + "\n".join(memory)
+        + "\n\n**Links**\n\n" + "\n".join(links) + "\n"
+    )
+
+
+def catalog_notes_markdown() -> str:
+    """What each catalog figure means (sparsity, accumulate precision, caveats), one bullet per entry."""
+    return "\n".join(f"- **{item.name}:** {item.notes}" for item in (*_ACCELERATORS, *_LINKS)) + "\n"

@@ -291,7 +291,16 @@ def test_catalog_markdown_lists_every_accelerator_and_link():
     for link in hardware.links():
         assert f"| {link.name} |" in text
     table_rows = [l for l in text.splitlines() if l.startswith("| ")]
-    assert len(table_rows) == 2 + len(hardware.accelerators()) + len(hardware.links())
-    # the T4's fp16 ridge (65e12 / 320e9 = 203) appears in its row
-    t4_row = next(l for l in text.splitlines() if l.startswith("| T4 |"))
-    assert "| 203 |" in t4_row
+    # three header rows, two rows per accelerator (throughput, memory), one per link
+    assert len(table_rows) == 3 + 2 * len(hardware.accelerators()) + len(hardware.links())
+    # the T4's fp16 peak (65) and fp16 ridge (65e12 / 320e9 = 203) appear in its rows
+    t4_rows = [l for l in text.splitlines() if l.startswith("| T4 |")]
+    assert any("| 65.0 |" in l for l in t4_rows)
+    assert any("| 203 |" in l for l in t4_rows)
+
+
+def test_catalog_notes_cover_every_entry():
+    """Each accelerator and link has a bullet with its notes (dense vs sparse, caveats) in the appendix."""
+    text = hardware.catalog_notes_markdown()
+    for item in (*hardware.accelerators(), *hardware.links()):
+        assert f"- **{item.name}:** {item.notes}" in text
