@@ -24,14 +24,27 @@ class ExerciseIndexDirective(SphinxDirective):
         return [exercise_index_placeholder("")]
 
 
-def _question(entry: dict[str, Any]) -> str:
-    """The exercise's first paragraph, shortened (e.g. 'Question 1 [T4 ridge]: ...')."""
+def _question(entry: dict[str, Any], limit: int = 170) -> list[nodes.Node]:
+    """The exercise's first paragraph as nodes (math and emphasis kept), cut after about ``limit`` characters.
+
+    Footnote citations are left out: their targets live on the exercise's own page.
+    """
     node = entry.get("node")
     for paragraph in node.findall(nodes.paragraph) if node is not None else ():
-        text = paragraph.astext().strip()
-        if text:
-            return text if len(text) <= 160 else text[:157].rstrip() + "..."
-    return ""
+        if not paragraph.astext().strip():
+            continue
+        kept: list[nodes.Node] = []
+        length = 0
+        for child in paragraph.children:
+            if isinstance(child, (nodes.footnote_reference, nodes.citation_reference)):
+                continue
+            if length >= limit:
+                kept.append(nodes.Text(" …"))
+                break
+            kept.append(child.deepcopy())
+            length += len(child.astext())
+        return kept
+    return []
 
 
 def _fill(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
@@ -58,7 +71,8 @@ def _fill(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
             para += nodes.reference("", "", nodes.literal(label, label), internal=True, refuri=uri)
             question = _question(entry)
             if question:
-                para += nodes.Text(" — " + question)
+                para += nodes.Text(" — ")
+                para.extend(question)
             items += nodes.list_item("", para)
         content.append(items)
     if not content:
