@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from . import _validate
 from .hardware import Accelerator, Link, get_accelerator
-from .kvcache import kv_bytes, recompute_time, transfer_time
+from .kvcache import breakeven_tokens, kv_bytes, recompute_time, transfer_time
 from .llm import ModelConfig, decode_cost, prefill_cost, weight_bytes
 from .ops import Cost
 from .roofline import Bound, bound, roofline_time
@@ -240,14 +240,12 @@ def recompute_window(
 
     Compares :func:`helpers.kvcache.recompute_time` with
     :func:`helpers.kvcache.transfer_time` (same arguments) for prefixes of 1 to
-    ``max_tokens`` tokens. The ratio transfer / recompute rises while a lone
-    prefill is weight-read-bound (its time is a floor, the transfer grows) and
-    falls once it is compute-bound (attention makes recompute grow faster than
-    the transfer), so recomputing wins on at most one interval around the
-    prefix length where the prefill turns compute-bound.
-    :func:`helpers.kvcache.breakeven_tokens` returns ``last + 1``, where
-    fetching wins for good; this function adds ``first``, below which fetching
-    wins because a lone short prefill is weight-read-bound.
+    ``max_tokens`` tokens. ``recompute - transfer`` is convex in the prefix
+    length, so recomputing wins on at most one interval: it ends where
+    :func:`helpers.kvcache.breakeven_tokens` says fetching wins for good
+    (``last + 1``), and starts (``first``, found here by bisection) where a
+    lone prefill stops being so short that reading every weight for a handful
+    of tokens makes it slower than the fetch.
 
     Returns
     -------
@@ -255,36 +253,24 @@ def recompute_window(
         ``None`` when fetching is at least as fast for every length up to ``max_tokens``.
     """
     max_tokens = _validate.positive_int("max_tokens", max_tokens)
-
-    def ratio(n: int) -> float:
-        return transfer_time(model, n, link, dtype, n_links) / recompute_time(model, n, acc, dtype, n_gpus, mfu)
-
-    lo, hi = 1, max_tokens  # the peak of the unimodal ratio lies in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ratio(mid + 1) > ratio(mid):
-            lo = mid + 1
-        else:
-            hi = mid
-    peak = lo
-    if ratio(peak) <= 1:
+    end = breakeven_tokens(model, acc, link, dtype, n_gpus, n_links, mfu, max_tokens)
+    if end == 1:
         return None
-    lo, hi = 1, peak  # first length with ratio > 1
+    last = max_tokens if math.isinf(end) else int(end) - 1
+
+    def recompute_wins(n: int) -> bool:
+        return recompute_time(model, n, acc, dtype, n_gpus, mfu) < transfer_time(model, n, link, dtype, n_links)
+
+    if not recompute_wins(last):
+        return None
+    lo, hi = 1, last  # recomputing wins on one interval ending at ``last``: find its first length
     while lo < hi:
         mid = (lo + hi) // 2
-        if ratio(mid) > 1:
+        if recompute_wins(mid):
             hi = mid
         else:
             lo = mid + 1
-    first = lo
-    lo, hi = peak, max_tokens  # last length with ratio > 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ratio(mid) > 1:
-            lo = mid
-        else:
-            hi = mid - 1
-    return first, lo
+    return lo, last
 
 
 __all__ = [
