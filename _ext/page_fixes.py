@@ -4,6 +4,9 @@
   ``env-before-read-docs``, which Sphinx 7 can emit twice; the page then
   declares ``const THEBE_JS_URL`` twice and the browser throws a SyntaxError.
   We drop repeated scripts from every page.
+* jupyterlite-sphinx links a Google Fonts stylesheet (the "Vibur" face of its
+  try-it button) into every page: a third-party request on each page view
+  for one button that the book's own CSS styles with the page font. We drop it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict
     context["script_files"] = unique
 
 
+def _drop_remote_fonts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    styles = context.get("css_files")
+    if styles:
+        context["css_files"] = [s for s in styles if "fonts.googleapis.com" not in str(getattr(s, "filename", s))]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("html-page-context", _dedupe_scripts, priority=100)  # before any handler that returns a template and stops the event
+    # priority 100: before any handler that returns a template name and so stops the event
+    app.connect("html-page-context", _dedupe_scripts, priority=100)
+    app.connect("html-page-context", _drop_remote_fonts, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,6 +19,8 @@ import pytest
 from book_paths import HTML
 
 PYODIDE_CDN = "cdn.jsdelivr.net"
+# Hosts a book page may contact: MathJax's CDN (the same host as Pyodide's) and the Colab badge image.
+PAGE_HOSTS = {PYODIDE_CDN, "colab.research.google.com"}
 PAGES = sorted(
     str(p.relative_to(HTML))
     for p in HTML.rglob("*.html")
@@ -70,9 +72,11 @@ def test_site_has_pages():
 def test_page_renders_cleanly(browser, site, screenshots, path):
     """No console errors (other than blocked outbound requests), no broken local request, every image loads."""
     shot = screenshots / (re.sub(r"[^A-Za-z0-9]+", "_", path.removesuffix(".html")) + ".png")
-    context, page, errors, _, failed = _visit(browser, f"{site}/{path}", shot)
+    context, page, errors, off_host, failed = _visit(browser, f"{site}/{path}", shot)
     try:
         assert errors == [], f"console errors on {path}: {errors}"
+        strangers = sorted({urlparse(u).hostname for u in off_host} - PAGE_HOSTS)
+        assert strangers == [], f"{path} contacts third-party hosts: {strangers}"
         assert failed == [], f"local requests failed on {path}: {failed}"
         images = page.evaluate(
             "() => Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete && i.naturalWidth > 0, i.alt])"
@@ -97,6 +101,25 @@ def test_chapter_shows_static_calculator(browser, site, path):
         dead = page.locator(".cell_output input, .cell_output select, .cell_output .widget-slider").count()
         assert dead == 0, f"{path}: {dead} widget controls rendered without a kernel"
         assert page.locator(".jupyterlite_sphinx_iframe_container, .jupyterlite_sphinx_try_it_button, iframe").count() >= 1 or page.locator("text=live").count() >= 1, f"{path}: no way to open it live"
+    finally:
+        context.close()
+
+
+def test_live_button_opens_the_chapter_in_the_page(browser, site, screenshots):
+    """Pressing a chapter's live button replaces it with the chapter running in JupyterLite, in the page."""
+    context, page, _, off_host, failed = _visit(browser, f"{site}/{CHAPTERS[0]}")
+    try:
+        button = page.locator(".jupyterlite_sphinx_try_it_button").first
+        button.scroll_into_view_if_needed()
+        button.click()
+        frame = page.frame_locator("iframe.jupyterlite_sphinx_iframe").first
+        frame.locator(".jp-Notebook .jp-Cell").nth(4).wait_for(timeout=60_000)  # cells render progressively
+        assert frame.locator(".jp-Cell").count() >= 5, "the live notebook shows too few cells"
+        page.wait_for_timeout(3_000)
+        page.locator(".jupyterlite_sphinx_iframe_container").first.screenshot(path=str(screenshots / "live_in_page.png"))
+        strangers = sorted({urlparse(u).hostname for u in off_host} - PAGE_HOSTS)
+        assert strangers == [], f"the live chapter contacted {strangers}"
+        assert failed == [], f"local requests failed: {failed}"
     finally:
         context.close()
 
