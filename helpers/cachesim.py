@@ -215,18 +215,29 @@ def _how_to_get(name: str, cache: Path) -> str:
     )
 
 
+def _fetch(url: str) -> bytes:
+    """The bytes at ``url``: urllib in Python, the browser's fetch under Pyodide (which has no sockets)."""
+    if sys.platform == "emscripten":  # in-browser kernel (Pyodide)
+        from pyodide.http import open_url  # type: ignore[import-not-found]
+
+        return open_url(url).read().encode("utf-8")
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.read()
+
+
+def _save(data: bytes, target: Path) -> Path:
+    """Write ``data`` to ``target`` atomically (a half-written file never has the final name)."""
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as tmp:
+        tmp.write(data)
+    os.replace(tmp.name, target)
+    return target
+
+
 def _download(name: str, cache: Path) -> Path:
     url = TRACE_URL.format(name=name)
-    target = cache / f"{name}_trace.jsonl"
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        if sys.platform == "emscripten":  # in-browser kernel (Pyodide): no sockets, fetch through the browser
-            from pyodide.http import open_url  # type: ignore[import-not-found]
-
-            data = open_url(url).read().encode("utf-8")
-        else:
-            with urllib.request.urlopen(url, timeout=60) as response:
-                data = response.read()
+        data = _fetch(url)
     except (urllib.error.URLError, OSError, ImportError) as exc:
         raise FileNotFoundError(
             f"trace {name!r} is not on this machine and downloading it failed ({exc}). " + _how_to_get(name, cache)
@@ -234,10 +245,26 @@ def _download(name: str, cache: Path) -> Path:
     got = hashlib.sha256(data).hexdigest()
     if got != TRACE_SHA256[name]:
         raise ValueError(f"downloaded trace {name!r} has sha256 {got}, expected {TRACE_SHA256[name]}; " + _how_to_get(name, cache))
-    with tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".part") as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, target)
-    return target
+    return _save(data, cache / f"{name}_trace.jsonl")
+
+
+def _cached_url(url: str) -> Path:
+    """A local copy of the trace at ``url`` in ``CACHE_DIR`` (downloaded once; open traces checked by sha256)."""
+    cache = CACHE_DIR.expanduser()
+    target = cache / (url.rstrip("/").rsplit("/", 1)[-1] or "trace.jsonl")
+    if target.is_file():
+        return target
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        data = _fetch(url)
+    except (urllib.error.URLError, OSError, ImportError, ValueError) as exc:
+        raise FileNotFoundError(
+            f"path_or_name {url!r} could not be downloaded ({exc}); download it by hand and pass the file's path"
+        ) from exc
+    name = target.stem.removesuffix("_trace")
+    if name in TRACE_SHA256 and hashlib.sha256(data).hexdigest() != TRACE_SHA256[name]:
+        raise ValueError(f"path_or_name {url!r} does not hold the open {name!r} trace (sha256 differs)")
+    return _save(data, target)
 
 
 def trace_path(name: str, download: bool = True) -> Path:
@@ -279,7 +306,9 @@ def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
     Parameters
     ----------
     path_or_name : str or path-like
-        A file path, or ``"conversation"`` / ``"synthetic"`` (the open
+        A file path; an ``http(s)://`` URL (downloaded once into ``CACHE_DIR``;
+        an open trace's file name is checked against its sha256); or
+        ``"conversation"`` / ``"synthetic"`` (the open
         Mooncake FAST'25 traces, found with :func:`trace_path`: in
         ``$MOONCAKE_TRACES``, then the local cache, then downloaded), or
         ``"tiny"`` (a 16-request trace shipped with the helpers, for tests).
@@ -301,6 +330,9 @@ def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
     elif isinstance(path_or_name, str) and path_or_name.strip().lower() in TRACE_SHA256 and not Path(path_or_name).exists():
         key = path_or_name.strip().lower()
         path = trace_path(key)
+    elif isinstance(path_or_name, str) and path_or_name.strip().lower().startswith(("http://", "https://")):
+        path = _cached_url(path_or_name.strip())
+        key = path.stem.removesuffix("_trace")
     elif isinstance(path_or_name, (str, os.PathLike)):
         path = Path(path_or_name).expanduser()
         if not path.is_file():

@@ -397,3 +397,42 @@ def test_real_traces(name, requests):
         sim = unlimited if math.isinf(cap) else cs.simulate_prefix_cache(trace, cap)
         assert rate == sim.hit_rate
         assert_array_equal(sd.request_hit_tokens(cap), sim.hit_tokens)
+
+
+def test_load_trace_from_a_url_downloads_once_into_the_cache(tmp_path, monkeypatch):
+    """``load_trace(url)`` fetches a trace over HTTP (here a server on 127.0.0.1), caches it, and reads the cached copy next time."""
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(cs._BUNDLED["tiny"], served / "tiny_trace.jsonl")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(cs, "CACHE_DIR", tmp_path / "cache")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/tiny_trace.jsonl"
+        trace = cs.load_trace(url)
+        assert trace.n_requests == cs.load_trace("tiny").n_requests
+        assert (tmp_path / "cache" / "tiny_trace.jsonl").is_file()
+    finally:
+        server.shutdown()
+        server.server_close()
+    # the server is gone: the second load must come from the cache
+    assert cs.load_trace(url).n_requests == trace.n_requests
+
+
+def test_load_trace_from_an_unreachable_url_says_so(tmp_path, monkeypatch):
+    """A URL that cannot be fetched raises FileNotFoundError naming path_or_name, not a bare socket error."""
+    import socket
+
+    monkeypatch.setattr(cs, "CACHE_DIR", tmp_path / "cache")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(FileNotFoundError, match="path_or_name"):
+        cs.load_trace(f"http://127.0.0.1:{port}/nothing_trace.jsonl")
