@@ -14,9 +14,34 @@ from dataclasses import dataclass
 
 from . import _validate
 from .batching import crossing_batch
-from .hardware import Accelerator, get_accelerator
+from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .ops import Cost, Layer, conv2d_cost, linear_cost, resnet50_layers
 from .roofline import Bound, attainable_flops, bound, roofline_time
+
+
+def activation_ceiling(c_in: int, c_out: int, kernel: int, dtype: str = "fp16") -> float:
+    """Intensity (FLOP/byte) a stride-1 "same" convolution approaches as the batch grows.
+
+    From :func:`helpers.ops.conv2d_cost`, ``1/I = w / (2 N H W) + w (C + K) / (2 K C R S)``;
+    with ``N`` large only the activation term remains:
+    ``I_act = (R S / w) * 2 C K / (C + K)``. More and bigger filters raise it; no batch can.
+    """
+    c_in = _validate.positive_int("c_in", c_in)
+    c_out = _validate.positive_int("c_out", c_out)
+    kernel = _validate.positive_int("kernel", kernel)
+    return kernel * kernel / dtype_bytes(dtype) * 2 * c_in * c_out / (c_in + c_out)
+
+
+def filter_limit(batch: int, height: int, width: int, dtype: str = "fp16") -> float:
+    """Intensity (FLOP/byte) a stride-1 "same" convolution approaches as its channels grow: ``2 N H W / w``.
+
+    The filter term of ``1/I`` above: each weight is reused at the ``N H W``
+    output positions, so a small feature map caps intensity however many filters it has.
+    """
+    batch = _validate.positive_int("batch", batch)
+    height = _validate.positive_int("height", height)
+    width = _validate.positive_int("width", width)
+    return 2 * batch * height * width / dtype_bytes(dtype)
 
 
 def layer_cost(layer: Layer, batch: int, dtype: str = "fp16") -> Cost:

@@ -84,3 +84,31 @@ def test_bad_input_names_the_parameter(call, param, exc):
     """Bad input raises an error whose message names the parameter."""
     with pytest.raises(exc, match=param):
         call()
+
+
+@settings(max_examples=40)
+@given(c=st.integers(1, 512), k=st.integers(1, 512), kernel=st.sampled_from([1, 3, 5, 7]))
+def test_activation_ceiling_bounds_conv_intensity_and_is_its_large_batch_limit(c, k, kernel):
+    """Hand-derived: 1/I = w/(2NHW) + w(C+K)/(2KCRS), so I < I_act at any batch and I -> I_act as N grows."""
+    ceiling = convnets.activation_ceiling(c, k, kernel)
+    assert ops.conv2d_cost(1, c, k, 14, 14, kernel).intensity < ceiling
+    big = ops.conv2d_cost(4096, c, k, 14, 14, kernel).intensity
+    assert_allclose(big, ceiling, rtol=0.01 + ceiling / convnets.filter_limit(4096, 14, 14))
+
+
+def test_filter_limit_is_the_many_channel_limit():
+    """With C = K growing, a 14 x 14 fp16 convolution's intensity approaches 2 N H W / w = 196 at batch 1."""
+    limit = convnets.filter_limit(1, 14, 14, "fp16")
+    assert limit == 2 * 14 * 14 / 2
+    near = ops.conv2d_cost(1, 1 << 15, 1 << 15, 14, 14, 3).intensity
+    assert near < limit
+    assert_allclose(near, limit, rtol=0.02)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, "64"])
+def test_ceiling_and_limit_reject_bad_sizes(bad):
+    """Bad sizes raise an error that names the parameter."""
+    with pytest.raises((ValueError, TypeError), match="c_in"):
+        convnets.activation_ceiling(bad, 64, 3)
+    with pytest.raises((ValueError, TypeError), match="height"):
+        convnets.filter_limit(1, bad, 14)
