@@ -12,6 +12,8 @@ directive, since the notebook itself does not contain it.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -45,8 +47,24 @@ def _source_read(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = insert_live_cell(source[0], str(path).rsplit("/", 1)[-1], app.config.live_notebooks_prompt)
 
 
+def _stage_all_notebooks(app: Sphinx) -> None:
+    """Copy every live notebook into the JupyterLite contents folder.
+
+    jupyterlite-sphinx empties that folder at the start of each build and
+    refills it only from the pages it reads, so an incremental build (one
+    changed chapter) would ship a live site holding that chapter alone and
+    leave the other chapters' live buttons opening nothing.
+    """
+    source = Path(app.srcdir) / app.config.live_notebooks_folder
+    target = Path(app.srcdir) / app.config.jupyterlite_content_dir / app.config.live_notebooks_folder
+    target.mkdir(parents=True, exist_ok=True)
+    for notebook in sorted(source.glob("*.ipynb")):
+        shutil.copy2(notebook, target / notebook.name)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("live_notebooks_folder", "chapters", "env")
     app.add_config_value("live_notebooks_prompt", PROMPT, "env")
     app.connect("source-read", _source_read)
+    app.connect("builder-inited", _stage_all_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
