@@ -11,7 +11,7 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lite-wheels book student test test-unit test-notebooks test-book test-browser test-student bench clean
+.PHONY: setup lite-wheels mathjax book student test test-unit test-notebooks test-book test-browser test-student bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
@@ -32,11 +32,32 @@ lite-wheels: setup
 	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
 
-book: lite-wheels
+# MathJax, served by the book itself so that pages typeset their maths offline: the npm
+# package's es5/ bundle, fetched once (the stamp names the version) and checked against a
+# pinned sha256. _config.yml's html_extra_path copies $(MATHJAX_SITE) into the site root,
+# so the files land in _static/mathjax/ (mathjax_path: mathjax/tex-chtml.js). Not under
+# _static/ itself: jupyter-book would link every .js file there into every page.
+MATHJAX_VERSION := 3.2.2
+MATHJAX_SHA256 := 1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09
+MATHJAX_SITE := _mathjax/site
+MATHJAX_STAMP := _mathjax/mathjax-$(MATHJAX_VERSION).stamp
+
+$(MATHJAX_STAMP):
+	rm -rf _mathjax && mkdir -p _mathjax/npm $(MATHJAX_SITE)/_static/mathjax
+	cd _mathjax/npm && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null
+	echo "$(MATHJAX_SHA256)  _mathjax/npm/mathjax-$(MATHJAX_VERSION).tgz" | sha256sum -c --quiet -
+	tar -xzf _mathjax/npm/mathjax-$(MATHJAX_VERSION).tgz -C $(MATHJAX_SITE)/_static/mathjax --strip-components=2 package/es5
+	tar -xzf _mathjax/npm/mathjax-$(MATHJAX_VERSION).tgz -C $(MATHJAX_SITE)/_static/mathjax --strip-components=1 package/LICENSE
+	rm -rf _mathjax/npm
+	touch $@
+
+mathjax: $(MATHJAX_STAMP)
+
+book: lite-wheels mathjax
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 
 # The student edition: the same book without exercise solutions, for instructors to publish.
-student: lite-wheels
+student: lite-wheels mathjax
 	$(BIN)/python tools/student_edition.py config _build/student/_config.yml
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --config _build/student/_config.yml --path-output _build/student
 	$(BIN)/python tools/student_edition.py strip _build/student/_build/html

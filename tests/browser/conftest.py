@@ -9,12 +9,12 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from book_paths import CHROMIUM, HTML, SCREENSHOTS
+
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -53,9 +53,13 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium` (make test does this)")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: `apt-get install chromium` (make test does this)"
+        )
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+        )
         try:
             yield instance
         finally:
