@@ -61,14 +61,23 @@ def _fill(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
     for docname in sorted(by_doc):
         title = env.titles[docname].astext() if docname in env.titles else docname
         heading = nodes.paragraph()
-        link = nodes.reference("", title, internal=True, refuri=app.builder.get_relative_uri(fromdocname, docname))
+        link = nodes.reference(
+            "",
+            title,
+            internal=True,
+            refuri=app.builder.get_relative_uri(fromdocname, docname),
+        )
         heading += nodes.strong("", "", link)
         content.append(heading)
         items = nodes.bullet_list()
-        for label, entry in sorted(by_doc[docname], key=lambda pair: pair[1]["node"].get("serial_number", 0)):
+        for label, entry in sorted(
+            by_doc[docname], key=lambda pair: pair[1]["node"].get("serial_number", 0)
+        ):
             uri = app.builder.get_relative_uri(fromdocname, docname) + "#" + label
             para = nodes.paragraph()
-            para += nodes.reference("", "", nodes.literal(label, label), internal=True, refuri=uri)
+            para += nodes.reference(
+                "", "", nodes.literal(label, label), internal=True, refuri=uri
+            )
             question = _question(entry)
             if question:
                 para += nodes.Text(" — ")

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from helpers import kvtransfer  # noqa: E402
-from helpers.ceilings import format_si  # noqa: E402
+from helpers.formatting import format_si, markdown_table  # noqa: E402
 from helpers.tinygpt import tiny_config  # noqa: E402
 
 TOKENS = (512, 4096, 32768)
@@ -41,39 +41,93 @@ def run_section(rounds: int = 3, tokens: tuple[int, ...] = TOKENS) -> dict[str, 
     best: dict[int, dict[str, Any]] = {n: {} for n in tokens}
     backend = kvtransfer.default_backend()
     for _ in range(rounds):  # interleaved, so every path sees the same machine state
-        sent = kvtransfer.distributed_kv_transfer(config, tokens, dtype=dtype, repeats=10, warmup=2, backend=backend,
-                                                  prefill=False, timeout=300)
+        sent = kvtransfer.distributed_kv_transfer(
+            config,
+            tokens,
+            dtype=dtype,
+            repeats=10,
+            warmup=2,
+            backend=backend,
+            prefill=False,
+            timeout=300,
+        )
         for result in sent:
             sizes = kvtransfer.kv_message_bytes(config, result.tokens, dtype=dtype)
             for path, r in (
                 ("distributed", result),
                 ("socket", kvtransfer.socket_transfer(sizes, repeats=10, warmup=2)),
-                ("shared_memory", kvtransfer.shared_memory_transfer(sizes, repeats=10, warmup=2)),
+                (
+                    "shared_memory",
+                    kvtransfer.shared_memory_transfer(sizes, repeats=10, warmup=2),
+                ),
             ):
                 if not r.verified:
-                    raise RuntimeError(f"{path} transfer of {result.tokens} tokens delivered wrong bytes")
-                entry = best[result.tokens].setdefault(path, {"bandwidths": [], "nbytes": r.nbytes, "device": r.device, "path": r.path})
+                    raise RuntimeError(
+                        f"{path} transfer of {result.tokens} tokens delivered wrong bytes"
+                    )
+                entry = best[result.tokens].setdefault(
+                    path,
+                    {
+                        "bandwidths": [],
+                        "nbytes": r.nbytes,
+                        "device": r.device,
+                        "path": r.path,
+                    },
+                )
                 entry["bandwidths"].append(r.bandwidth)
-    metrics: dict[str, Any] = {"config": config.name, "dtype": dtype, "backend": backend, "rounds": rounds}
-    table = ["| tokens | cache | torch.distributed | plain socket | shared memory | distributed / socket |", "|---:|---:|---:|---:|---:|---:|"]
+    metrics: dict[str, Any] = {
+        "config": config.name,
+        "dtype": dtype,
+        "backend": backend,
+        "rounds": rounds,
+    }
+    header = [
+        "tokens",
+        "cache",
+        "torch.distributed",
+        "plain socket",
+        "shared memory",
+        "distributed / socket",
+    ]
+    rows = []
     for n in tokens:
         row = {path: max(v["bandwidths"]) for path, v in best[n].items()}
         ratio = row["distributed"] / row["socket"]
-        metrics[f"{n} tokens"] = {**{p: v for p, v in best[n].items()}, "best_bandwidth": row, "ratio_distributed_over_socket": ratio}
-        table.append(f"| {n} | {format_si(best[n]['socket']['nbytes'], 'B')} | {format_si(row['distributed'], 'B/s')} | "
-                     f"{format_si(row['socket'], 'B/s')} | {format_si(row['shared_memory'], 'B/s')} | {ratio:.2f} |")
+        metrics[f"{n} tokens"] = {
+            **{p: v for p, v in best[n].items()},
+            "best_bandwidth": row,
+            "ratio_distributed_over_socket": ratio,
+        }
+        rows.append(
+            [
+                n,
+                format_si(best[n]["socket"]["nbytes"], "B"),
+                format_si(row["distributed"], "B/s"),
+                format_si(row["socket"], "B/s"),
+                format_si(row["shared_memory"], "B/s"),
+                f"{ratio:.2f}",
+            ]
+        )
     largest = metrics[f"{tokens[-1]} tokens"]["ratio_distributed_over_socket"]
     markdown = (
         f"KV caches of `tiny_config()` ({config.n_layers} layers, {2 * config.n_layers} messages per cache, {dtype}) "
         f"sent from a prefill worker to a decode worker over torch.distributed ({backend}), and the same bytes over a "
         f"plain TCP socket and through shared memory between two processes on 127.0.0.1; best bandwidth of {rounds} "
         f"interleaved rounds (10 timed transfers each, median). Every transfer was verified byte for byte.\n\n"
-        + "\n".join(table)
+        + markdown_table(header, rows, align="rrrrrr")
     )
     return {
         "title": "KV-cache transfer: torch.distributed against a plain socket and shared memory",
         "metrics": metrics,
-        "targets": [(f"torch.distributed / socket bandwidth at {tokens[-1]} tokens", largest, ">=", TARGET_RATIO, "")],
+        "targets": [
+            (
+                f"torch.distributed / socket bandwidth at {tokens[-1]} tokens",
+                largest,
+                ">=",
+                TARGET_RATIO,
+                "",
+            )
+        ],
         "markdown": markdown,
     }
 
@@ -86,4 +140,6 @@ if __name__ == "__main__":
     out = run_section()
     print(out["markdown"])
     for name, value, op, threshold, _ in out["targets"]:
-        print(f"{name}: {value:.3f} (target {op} {threshold}) -> {'MET' if value >= threshold else 'NOT MET'}")
+        print(
+            f"{name}: {value:.3f} (target {op} {threshold}) -> {'MET' if value >= threshold else 'NOT MET'}"
+        )

@@ -28,9 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -38,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import batching, bench, labtools  # noqa: E402
-from helpers.ceilings import format_si  # noqa: E402
+from helpers import batching, bench, labtools, ops, roofline  # noqa: E402
+from helpers.formatting import format_si  # noqa: E402
 
 
 @dataclass
@@ -54,7 +55,11 @@ class Target:
 
     @property
     def met(self) -> bool:
-        return self.value >= self.threshold if self.op == ">=" else self.value <= self.threshold
+        return (
+            self.value >= self.threshold
+            if self.op == ">="
+            else self.value <= self.threshold
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "met": self.met}
@@ -87,7 +92,11 @@ def _timer_seconds(stmt: str, env: dict[str, Any], min_run_time: float) -> float
     """Median seconds per run of ``stmt`` with torch.utils.benchmark.Timer (synchronises CUDA itself)."""
     from torch.utils import benchmark as tb
 
-    return tb.Timer(stmt=stmt, globals=env).blocked_autorange(min_run_time=min_run_time).median
+    return (
+        tb.Timer(stmt=stmt, globals=env)
+        .blocked_autorange(min_run_time=min_run_time)
+        .median
+    )
 
 
 def section_measurement(args: argparse.Namespace) -> SectionResult:
@@ -96,7 +105,9 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
     nbytes = (1 << 30) if on_gpu else (256 << 20)
     n = 8192 if on_gpu else 2048
     rounds = args.rounds
-    res = SectionResult("measurement", "helpers.bench against plain torch (torch.utils.benchmark.Timer)")
+    res = SectionResult(
+        "measurement", "helpers.bench against plain torch (torch.utils.benchmark.Timer)"
+    )
     rows = []
 
     # Memory bandwidth: one copy of nbytes counts 2 * nbytes (read + write), in both methods.
@@ -105,9 +116,24 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
     helper, independent = [], []
     for _ in range(rounds):  # interleaved, so both methods see the same machine state
         helper.append(bench.measure_memory_bandwidth(nbytes, repeats=10, dev=dev).value)
-        independent.append(2.0 * nbytes / _timer_seconds("dst.copy_(src)", {"dst": dst, "src": src}, args.min_run_time))
+        independent.append(
+            2.0
+            * nbytes
+            / _timer_seconds(
+                "dst.copy_(src)", {"dst": dst, "src": src}, args.min_run_time
+            )
+        )
     del src, dst
-    rows.append(("memory bandwidth", "copy", f"{format_si(nbytes, 'B')} buffer", helper, independent, "B/s"))
+    rows.append(
+        (
+            "memory bandwidth",
+            "copy",
+            f"{format_si(nbytes, 'B')} buffer",
+            helper,
+            independent,
+            "B/s",
+        )
+    )
 
     for dtype in bench.supported_dtypes(dev):
         tdtype = bench.torch_dtype(dtype)
@@ -115,7 +141,9 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
         b = torch.randn(n, n, device=dev).to(tdtype)
         helper, independent = [], []
         for _ in range(rounds):
-            helper.append(bench.measure_matmul_flops(dtype, n=n, repeats=10, dev=dev).value)
+            helper.append(
+                bench.measure_matmul_flops(dtype, n=n, repeats=10, dev=dev).value
+            )
             previous = torch.backends.cuda.matmul.allow_tf32
             torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
             try:
@@ -123,19 +151,31 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = previous
             independent.append(2.0 * n**3 / seconds)
-        rows.append((f"matmul {dtype}", "a @ b", f"n = {n}", helper, independent, "FLOP/s"))
+        rows.append(
+            (f"matmul {dtype}", "a @ b", f"n = {n}", helper, independent, "FLOP/s")
+        )
         del a, b
 
-    table = ["| quantity | operation | size | helpers.bench (best) | Timer (best) | ratio |", "|---|---|---|---:|---:|---:|"]
+    table = [
+        "| quantity | operation | size | helpers.bench (best) | Timer (best) | ratio |",
+        "|---|---|---|---:|---:|---:|",
+    ]
     for label, op, size, helper, independent, unit in rows:
         ratio = max(helper) / max(independent)
         res.metrics[label] = {
-            "operation": op, "size": size, "unit": unit,
-            "helpers_bench": helper, "independent_timer": independent, "ratio_of_best": ratio,
-            "ratio_of_medians": statistics.median(helper) / statistics.median(independent),
+            "operation": op,
+            "size": size,
+            "unit": unit,
+            "helpers_bench": helper,
+            "independent_timer": independent,
+            "ratio_of_best": ratio,
+            "ratio_of_medians": statistics.median(helper)
+            / statistics.median(independent),
         }
         res.targets.append(Target(f"{label}: helpers.bench / Timer", ratio, ">=", 0.95))
-        table.append(f"| {label} | `{op}` | {size} | {format_si(max(helper), unit)} | {format_si(max(independent), unit)} | {ratio:.3f} |")
+        table.append(
+            f"| {label} | `{op}` | {size} | {format_si(max(helper), unit)} | {format_si(max(independent), unit)} | {ratio:.3f} |"
+        )
     res.markdown = (
         f"Both methods time the same operation on the same tensors, interleaved for {rounds} rounds; the table "
         "compares the best round of each (ratio of medians in the JSON). `helpers.bench` reports the median of "
@@ -156,53 +196,115 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
     dtype, batches = sizes.dtype, list(sizes.batches)
     acc = labtools.measured_ceilings((dtype,), dev=dev, tries=3)
     t0 = bench.measure_overhead(dev=dev).median
-    res = SectionResult("model_fidelity", "Batching model against Lab 2's measured sweep")
-    setups = {
-        "small linear": (labtools.make_linear(sizes.d_small, sizes.d_small, dtype, dev), sizes.d_small,
-                         lambda b: batching.linear_sweep(acc, b, sizes.d_small, sizes.d_small, dtype, overhead=t0),
-                         batching.knee_batch(acc, sizes.d_small, sizes.d_small, dtype)),
-        "large linear": (labtools.make_linear(sizes.d_linear, sizes.d_linear, dtype, dev), sizes.d_linear,
-                         lambda b: batching.linear_sweep(acc, b, sizes.d_linear, sizes.d_linear, dtype, overhead=t0),
-                         batching.knee_batch(acc, sizes.d_linear, sizes.d_linear, dtype)),
-        "MLP": (labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev), sizes.d_model,
-                lambda b: batching.mlp_sweep(acc, b, sizes.d_model, sizes.d_ff, dtype, overhead=3 * t0),
-                batching.mlp_knee_batch(acc, sizes.d_model, sizes.d_ff, dtype)),
+    res = SectionResult(
+        "model_fidelity", "Batching model against Lab 2's measured sweep"
+    )
+    d_small, d_large = sizes.d_small, sizes.d_linear
+    setups = {  # label: (module, input width, batch -> predicted BatchSweep, critical batch)
+        "small linear": (
+            labtools.make_linear(d_small, d_small, dtype, dev),
+            d_small,
+            lambda b: batching.linear_sweep(
+                b, d_small, d_small, acc, dtype=dtype, overhead=t0
+            ),
+            ops.critical_batch_size(acc, dtype=dtype, d_in=d_small, d_out=d_small),
+        ),
+        "large linear": (
+            labtools.make_linear(d_large, d_large, dtype, dev),
+            d_large,
+            lambda b: batching.linear_sweep(
+                b, d_large, d_large, acc, dtype=dtype, overhead=t0
+            ),
+            ops.critical_batch_size(acc, dtype=dtype, d_in=d_large, d_out=d_large),
+        ),
+        "MLP": (
+            labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev),
+            sizes.d_model,
+            lambda b: batching.mlp_sweep(
+                b, sizes.d_model, sizes.d_ff, acc, dtype=dtype, overhead=3 * t0
+            ),
+            roofline.crossing_batch(
+                lambda b: ops.mlp_cost(b, sizes.d_model, sizes.d_ff, dtype=dtype),
+                acc,
+                dtype=dtype,
+            ),
+        ),
     }
     all_errors = []
-    table = ["| computation | points | median abs. error | max abs. error | predicted crossing B* | predicted 90 % knee | measured 90 % knee |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    table = [
+        "| computation | points | median abs. error | max abs. error | predicted crossing B* | predicted 90 % knee | measured 90 % knee |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for label, (module, d_in, predict, crossing) in setups.items():
         repeats = 10 if label == "small linear" else 3
-        m = labtools.timed_sweep_past_knee(batches, labtools.batch_caller(module, d_in, dtype, dev), max_value=16 * batches[-1],
-                                           repeats=repeats, warmup=1, progress=False, dev=dev)
+        m = labtools.timed_sweep_past_knee(
+            batches,
+            labtools.batch_caller(module, d_in, dtype, dev),
+            max_value=16 * batches[-1],
+            repeats=repeats,
+            warmup=1,
+            progress=False,
+            dev=dev,
+        )
         p = predict(m.values)
-        cmp = labtools.Comparison(tuple(str(b) for b in m.values), p.time, m.seconds, "s", m.device)
+        cmp = labtools.Comparison(
+            tuple(str(b) for b in m.values), p.seconds, m.seconds, "s", m.device
+        )
         all_errors.extend(np.abs(cmp.relative_error).tolist())
         knee_meas = batching.measured_knee(m.values, m.seconds)
-        knee_pred = batching.measured_knee(p.batch, p.time)
+        knee_pred = batching.measured_knee(p.batch, p.seconds)
         res.metrics[label] = {
-            "batches": m.values.tolist(), "measured_s": m.seconds.tolist(), "predicted_s": p.time.tolist(),
-            "relative_error": cmp.relative_error.tolist(), "median_abs_error": cmp.median_abs_error,
-            "max_abs_error": cmp.max_abs_error, "predicted_crossing_batch": crossing,
-            "predicted_knee_90": knee_pred, "measured_knee_90": knee_meas,
+            "batches": m.values.tolist(),
+            "measured_s": m.seconds.tolist(),
+            "predicted_s": p.seconds.tolist(),
+            "relative_error": cmp.relative_error.tolist(),
+            "median_abs_error": cmp.median_abs_error,
+            "max_abs_error": cmp.max_abs_error,
+            "predicted_crossing_batch": crossing,
+            "predicted_knee_90": knee_pred,
+            "measured_knee_90": knee_meas,
             "knee_inside_sweep": bool(m.values[0] < knee_meas < m.values[-1]),
         }
-        table.append(f"| {label} | {len(m.values)} | {cmp.median_abs_error:.0%} | {cmp.max_abs_error:.0%} | {crossing:.1f} | {knee_pred} | {knee_meas} |")
+        table.append(
+            f"| {label} | {len(m.values)} | {cmp.median_abs_error:.0%} | {cmp.max_abs_error:.0%} | {crossing:.1f} | {knee_pred} | {knee_meas} |"
+        )
         del module
-    res.metrics["ceilings"] = {"dtype": dtype, "peak_flops": acc.flops(dtype), "memory_bandwidth": acc.memory_bandwidth, "overhead_s": t0}
+    res.metrics["ceilings"] = {
+        "dtype": dtype,
+        "peak_flops": acc.flops(dtype),
+        "memory_bandwidth": acc.memory_bandwidth,
+        "overhead_s": t0,
+    }
     res.metrics["sizes"] = asdict(sizes)
     median_all, max_all = float(np.median(all_errors)), float(np.max(all_errors))
-    res.metrics["all_points"] = {"median_abs_error": median_all, "max_abs_error": max_all, "points": len(all_errors)}
+    res.metrics["all_points"] = {
+        "median_abs_error": median_all,
+        "max_abs_error": max_all,
+        "points": len(all_errors),
+    }
     res.targets += [
-        Target("Lab 2 sweep, all points: median |relative error| of time", median_all, "<=", 0.15, "%"),
-        Target("Lab 2 sweep, all points: max |relative error| of time", max_all, "<=", 0.40, "%"),
+        Target(
+            "Lab 2 sweep, all points: median |relative error| of time",
+            median_all,
+            "<=",
+            0.15,
+            "%",
+        ),
+        Target(
+            "Lab 2 sweep, all points: max |relative error| of time",
+            max_all,
+            "<=",
+            0.40,
+            "%",
+        ),
     ]
     res.markdown = (
         f"Sizes as in Lab 2 (`labtools.batch_sweep_sizes`): {dtype}, small layer {sizes.d_small}, large layer "
         f"{sizes.d_linear}, MLP {sizes.d_model} -> {sizes.d_ff}, batches from 1 (doubled past {batches[-1]} while the "
         f"measured knee is the last point). Ceilings measured in the same run (best of 3): "
         f"{format_si(acc.flops(dtype), 'FLOP/s')}, {format_si(acc.memory_bandwidth, 'B/s')}, overhead {format_si(t0, 's')}. "
-        "Relative error = (predicted - measured) / measured.\n\n" + "\n".join(table)
+        "Relative error = (predicted - measured) / measured.\n\n"
+        + "\n".join(table)
         + f"\n\nAll {len(all_errors)} points: median |error| {median_all:.0%}, max {max_all:.0%}."
     )
     return res
@@ -217,40 +319,105 @@ def _stage_commands(book_dir: str) -> list[tuple[str, list[str]]]:
     nbval = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     return [
         ("unit tests", [py, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"]),
-        ("nbval chapters + appendix (strict)", nbval + ["--nbval", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-current-env", "chapters", "appendix"]),
+        (
+            "nbval chapters + appendix (strict)",
+            nbval
+            + [
+                "--nbval",
+                "--nbval-sanitize-with",
+                "tests/nbval_sanitize.cfg",
+                "--nbval-current-env",
+                "chapters",
+                "appendix",
+            ],
+        ),
         ("nbval labs (lax)", nbval + ["--nbval-lax", "--nbval-current-env", "labs"]),
-        ("book build", [str(ROOT / ".venv" / "bin" / "jupyter-book"), "build", ".", "-n", "-W", "--keep-going", "--path-output", book_dir]),
+        (
+            "book build",
+            [
+                str(ROOT / ".venv" / "bin" / "jupyter-book"),
+                "build",
+                ".",
+                "-n",
+                "-W",
+                "--keep-going",
+                "--path-output",
+                book_dir,
+            ],
+        ),
     ]
 
 
 def section_make_test_stages(args: argparse.Namespace) -> SectionResult:
     res = SectionResult("make_test_stages", "How long each `make test` stage takes")
-    env = {**os.environ, "PYTHONHASHSEED": "0",
-           "MOONCAKE_TRACES": os.environ.get("MOONCAKE_TRACES", str((ROOT / ".." / "shared" / "data" / "mooncake-traces").resolve()))}
-    table = ["| stage | seconds | exit code | last line of output |", "|---|---:|---:|---|"]
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "0",
+        "MOONCAKE_TRACES": os.environ.get(
+            "MOONCAKE_TRACES",
+            str((ROOT / ".." / "shared" / "data" / "mooncake-traces").resolve()),
+        ),
+    }
+    table = [
+        "| stage | seconds | exit code | last line of output |",
+        "|---|---:|---:|---|",
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-book-") as book_dir:
         for label, cmd in _stage_commands(book_dir):
             start = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.stage_timeout)
+                proc = subprocess.run(
+                    cmd,
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=args.stage_timeout,
+                )
                 code, out = proc.returncode, (proc.stdout + proc.stderr)
             except subprocess.TimeoutExpired as exc:
                 code, out = "timeout", str(exc.stdout or "")
             seconds = time.perf_counter() - start
             out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # colour codes
-            lines = [l.strip() for l in out.splitlines() if l.strip() and "WARNING | Kernel is running over TCP" not in l]
+            lines = [
+                l.strip()
+                for l in out.splitlines()
+                if l.strip() and "WARNING | Kernel is running over TCP" not in l
+            ]
             last = lines[-1] if lines else ""
-            problems = [l for l in lines if l.startswith(("FAILED", "ERROR")) or ": WARNING:" in l or ": ERROR:" in l]
-            res.metrics[label] = {"command": " ".join(cmd), "seconds": seconds, "exit_code": code, "last_line": last[:300],
-                                  "failures_and_warnings": problems[:50], "n_failures_and_warnings": len(problems)}
-            summary = last if code == 0 else f"{len(problems)} failure/warning lines; last: {last}"
-            table.append(f"| {label} | {seconds:.0f} | {code} | {summary[:160].replace('|', '/')} |")
-    res.metrics["total_seconds"] = sum(v["seconds"] for v in res.metrics.values() if isinstance(v, dict))
-    res.markdown = ("Commands as in the Makefile's `test-unit`, `test-notebooks` and `test-book` (the book is built into "
-                    "a temporary folder), run one after the other in this process's environment. A non-zero exit code "
-                    "is reported, not hidden; the JSON lists the first 50 failure and warning lines of each stage.\n\n"
-                    + "\n".join(table)
-                    + f"\n\nTotal: {res.metrics['total_seconds']:.0f} s.")
+            problems = [
+                l
+                for l in lines
+                if l.startswith(("FAILED", "ERROR"))
+                or ": WARNING:" in l
+                or ": ERROR:" in l
+            ]
+            res.metrics[label] = {
+                "command": " ".join(cmd),
+                "seconds": seconds,
+                "exit_code": code,
+                "last_line": last[:300],
+                "failures_and_warnings": problems[:50],
+                "n_failures_and_warnings": len(problems),
+            }
+            summary = (
+                last
+                if code == 0
+                else f"{len(problems)} failure/warning lines; last: {last}"
+            )
+            table.append(
+                f"| {label} | {seconds:.0f} | {code} | {summary[:160].replace('|', '/')} |"
+            )
+    res.metrics["total_seconds"] = sum(
+        v["seconds"] for v in res.metrics.values() if isinstance(v, dict)
+    )
+    res.markdown = (
+        "Commands as in the Makefile's `test-unit`, `test-notebooks` and `test-book` (the book is built into "
+        "a temporary folder), run one after the other in this process's environment. A non-zero exit code "
+        "is reported, not hidden; the JSON lists the first 50 failure and warning lines of each stage.\n\n"
+        + "\n".join(table)
+        + f"\n\nTotal: {res.metrics['total_seconds']:.0f} s."
+    )
     return res
 
 
@@ -262,7 +429,13 @@ def section_kv_transfer(args: argparse.Namespace) -> SectionResult:
     from benchmarks.kv_transfer import run_section
 
     out = run_section(rounds=args.rounds)
-    return SectionResult("kv_transfer", out["title"], out["metrics"], [Target(*t) for t in out["targets"]], out["markdown"])
+    return SectionResult(
+        "kv_transfer",
+        out["title"],
+        out["metrics"],
+        [Target(*t) for t in out["targets"]],
+        out["markdown"],
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -273,7 +446,13 @@ def section_trace_replay(args: argparse.Namespace) -> SectionResult:
     from benchmarks.trace_replay import run_section
 
     out = run_section(rounds=args.rounds)
-    return SectionResult("trace_replay", out["title"], out["metrics"], [Target(*t) for t in out["targets"]], out["markdown"])
+    return SectionResult(
+        "trace_replay",
+        out["title"],
+        out["metrics"],
+        [Target(*t) for t in out["targets"]],
+        out["markdown"],
+    )
 
 
 SECTIONS: list[tuple[str, Callable[[argparse.Namespace], SectionResult]]] = [
@@ -302,26 +481,69 @@ def machine_slug() -> str:
 
 def _git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--skip-stages", action="store_true", help="leave out the make-test stage timings (quick run)")
-    parser.add_argument("--sections", nargs="*", help=f"run only these sections (default all): {[n for n, _ in SECTIONS]}")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads on a CPU (default 1, as in the labs)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per comparison in 'measurement'")
-    parser.add_argument("--min-run-time", type=float, default=1.0, help="seconds per Timer.blocked_autorange")
-    parser.add_argument("--stage-timeout", type=float, default=3600.0, help="seconds before a make-test stage is stopped")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="folder for the result files")
+    parser.add_argument(
+        "--skip-stages",
+        action="store_true",
+        help="leave out the make-test stage timings (quick run)",
+    )
+    parser.add_argument(
+        "--sections",
+        nargs="*",
+        help=f"run only these sections (default all): {[n for n, _ in SECTIONS]}",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads on a CPU (default 1, as in the labs)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="interleaved rounds per comparison in 'measurement'",
+    )
+    parser.add_argument(
+        "--min-run-time",
+        type=float,
+        default=1.0,
+        help="seconds per Timer.blocked_autorange",
+    )
+    parser.add_argument(
+        "--stage-timeout",
+        type=float,
+        default=3600.0,
+        help="seconds before a make-test stage is stopped",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "benchmarks" / "results",
+        help="folder for the result files",
+    )
     args = parser.parse_args(argv)
 
     if not torch.cuda.is_available():
         torch.set_num_threads(args.threads or 1)
-    chosen = [(n, f) for n, f in SECTIONS if (not args.sections or n in args.sections)
-              and not (args.skip_stages and n == "make_test_stages")]
+    chosen = [
+        (n, f)
+        for n, f in SECTIONS
+        if (not args.sections or n in args.sections)
+        and not (args.skip_stages and n == "make_test_stages")
+    ]
     print(bench.describe_device(), flush=True)
     results: list[SectionResult] = []
     for name, fn in chosen:
@@ -329,9 +551,15 @@ def main(argv: list[str] | None = None) -> int:
         load_before, start = os.getloadavg(), time.perf_counter()
         try:
             result = fn(args)
-        except Exception as exc:  # a failing section is reported, not fatal to the others
+        except (
+            Exception
+        ) as exc:  # a failing section is reported, not fatal to the others
             result = SectionResult(name, name, error=f"{type(exc).__name__}: {exc}")
-        result.seconds, result.load_before, result.load_after = time.perf_counter() - start, load_before, os.getloadavg()
+        result.seconds, result.load_before, result.load_after = (
+            time.perf_counter() - start,
+            load_before,
+            os.getloadavg(),
+        )
         results.append(result)
         print(result.error or result.markdown, flush=True)
         for target in result.targets:
@@ -339,34 +567,66 @@ def main(argv: list[str] | None = None) -> int:
 
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = {
-        "date": now, "hostname": socket.gethostname(), "device": bench.device_name(), "describe_device": bench.describe_device(),
-        "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "git_commit": _git_commit(),
-        "python": platform.python_version(), "torch": torch.__version__, "argv": sys.argv[1:],
+        "date": now,
+        "hostname": socket.gethostname(),
+        "device": bench.device_name(),
+        "describe_device": bench.describe_device(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "argv": sys.argv[1:],
     }
-    payload = {"meta": meta, "sections": [{**asdict(r), "targets": [t.as_dict() for t in r.targets]} for r in results]}
+    payload = {
+        "meta": meta,
+        "sections": [
+            {**asdict(r), "targets": [t.as_dict() for t in r.targets]} for r in results
+        ],
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     slug = machine_slug()
-    (args.out / f"{slug}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
-    md = [f"# Benchmark: {meta['device']}", "",
-          f"{now}, commit `{meta['git_commit'][:10]}`, torch {meta['torch']} ({meta['torch_threads']} thread(s)), "
-          f"{meta['cpu_count']} CPUs, host `{meta['hostname']}`. Command: `python benchmarks/run.py {' '.join(meta['argv'])}`.", "",
-          "```", meta["describe_device"], "```", "", "## Targets", ""]
+    (args.out / f"{slug}.json").write_text(
+        json.dumps(payload, indent=2, default=float) + "\n"
+    )
+    md = [
+        f"# Benchmark: {meta['device']}",
+        "",
+        f"{now}, commit `{meta['git_commit'][:10]}`, torch {meta['torch']} ({meta['torch_threads']} thread(s)), "
+        f"{meta['cpu_count']} CPUs, host `{meta['hostname']}`. Command: `python benchmarks/run.py {' '.join(meta['argv'])}`.",
+        "",
+        "```",
+        meta["describe_device"],
+        "```",
+        "",
+        "## Targets",
+        "",
+    ]
     md += ["| section | target | value | threshold | met |", "|---|---|---:|---:|---|"]
     for r in results:
         for t in r.targets:
             show = (lambda v: f"{v:.1%}") if t.unit == "%" else (lambda v: f"{v:.3f}")
             label = t.name.replace("|", "\\|")  # a literal | would end the table cell
-            md.append(f"| {r.name} | {label} | {show(t.value)} | {t.op} {show(t.threshold)} | {'yes' if t.met else '**no**'} |")
+            md.append(
+                f"| {r.name} | {label} | {show(t.value)} | {t.op} {show(t.threshold)} | {'yes' if t.met else '**no**'} |"
+            )
     for r in results:
-        md += ["", f"## {r.title}", "",
-               f"Took {r.seconds:.0f} s; load average (1 min) {r.load_before[0]:.1f} before, {r.load_after[0]:.1f} after "
-               f"on {meta['cpu_count']} CPUs.", ""]
+        md += [
+            "",
+            f"## {r.title}",
+            "",
+            f"Took {r.seconds:.0f} s; load average (1 min) {r.load_before[0]:.1f} before, {r.load_after[0]:.1f} after "
+            f"on {meta['cpu_count']} CPUs.",
+            "",
+        ]
         md.append(f"**Error:** `{r.error}`" if r.error else r.markdown)
     (args.out / f"{slug}.md").write_text("\n".join(md) + "\n")
 
     print(f"\nwrote {args.out / (slug + '.json')} and .md")
     met = [t.met for r in results for t in r.targets]
-    print(f"targets met: {sum(met)} of {len(met)}; sections with errors: {sum(r.error is not None for r in results)}")
+    print(
+        f"targets met: {sum(met)} of {len(met)}; sections with errors: {sum(r.error is not None for r in results)}"
+    )
     return 0
 
 

@@ -1,19 +1,57 @@
 """Helpers for *GPU performance from first principles*: every formula and number the book uses.
 
-Modules (SI units throughout: seconds, bytes, FLOP, FLOP/s, bytes/s):
+Each quantity has exactly one function, in the module of its concept; every
+notebook, lab, benchmark and test calls that function. SI units throughout
+(seconds, bytes, FLOP, FLOP/s, bytes/s); a name carries its unit where SI is
+not obvious (``tbt_s``, ``capacity_bytes``).
 
-* :mod:`helpers.hardware` -- accelerators and links with datasheet sources
-* :mod:`helpers.roofline` -- ridge point, attainable FLOP/s, roofline time
-* :mod:`helpers.ops` -- FLOPs and bytes of matmuls, MLPs, convolutions, ResNet-50
-* :mod:`helpers.llm` -- transformer configs, parameters, KV cache, prefill/decode cost
-* :mod:`helpers.kvcache` -- transfer versus recompute of a KV cache
-* :mod:`helpers.bench` -- measure this machine (imports torch lazily)
-* :mod:`helpers.plots`, :mod:`helpers.widgets`, :mod:`helpers.exercises` -- figures, calculators, answer checks
+Modules, one concept each:
+
+* :mod:`helpers.hardware` -- what a device is: accelerators and links with
+  datasheet sources, dtype sizes, torch device names
+* :mod:`helpers.roofline` -- the time model: ridge point, attainable FLOP/s,
+  the time :func:`~helpers.roofline.breakdown`, the critical (crossing) batch
+* :mod:`helpers.ops` -- what an operation costs: elementwise, matmul, linear,
+  MLP, convolution, ResNet-50's layers
+* :mod:`helpers.batching` -- a layer over a range of batch sizes, and the
+  measured knee
+* :mod:`helpers.convnets` -- convolutions on the roofline: intensity limits,
+  ResNet-50 layer by layer
+* :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
+  cache, prefill and decode FLOP and bytes
+* :mod:`helpers.inference` -- serving: prefill and decode step times, the
+  largest batch that fits, batches under a latency target
+* :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,
+  break-even, Mooncake's bandwidth threshold
+* :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
+* :mod:`helpers.offload` -- attention offload to memory-rich devices
+* :mod:`helpers.cachesim` -- the Mooncake traces and prefix-cache hit rates
+* :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
+  prefill, and every request of a trace through a tier hierarchy
+* :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
+  :mod:`helpers.kvtransfer` -- measuring this machine (torch, imported lazily)
+* :mod:`helpers.plots`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
+  :mod:`helpers.exercises`, :mod:`helpers.formatting` -- the book's figures,
+  calculator harness, the chapters' calculators, answer checks, and printed
+  numbers and tables
+
+Calling convention, followed by every public function: first what is
+computed on (a model, a cost, a layer), then how big (tokens, context, batch,
+a shape), then where (accelerator, link), all positional; then every option
+keyword-only (``dtype``, ``batch`` where it has a default, ``n_gpus``,
+``mfu``, ``reserve``, ``overhead`` ...). Functions that split a time into its
+terms return :class:`helpers.roofline.TimeBreakdown`. "Never" is ``math.inf``
+for a batch or a token count (a crossing that is never reached), ``None`` for
+an interval that does not exist, and 0 for a batch that does not fit.
+
+Adding a GPU is one entry in ``hardware._ACCELERATORS`` (its ``torch_names``
+let the labs recognise it); adding a model is one entry in ``llm._MODELS``.
+Every table, dropdown and chapter enumerates those catalogs.
 
 ``import helpers`` does not import torch, so the chapters also run in the browser.
 """
 
-from . import hardware, kvcache, llm, ops, roofline
+from . import hardware, inference, kvcache, llm, ops, roofline
 
-__all__ = ["hardware", "kvcache", "llm", "ops", "roofline"]
-__version__ = "0.1.0"
+__all__ = ["hardware", "inference", "kvcache", "llm", "ops", "roofline"]
+__version__ = "0.2.0"

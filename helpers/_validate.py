@@ -13,13 +13,17 @@ import numpy as np
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (Real, np.number)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, (Real, np.number)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
 def positive(name: str, value: object) -> float:
     """Return ``value`` as a float if it is a finite number > 0, else raise."""
     if not _is_number(value):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r}"
+        )
     value = float(value)  # type: ignore[arg-type]
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -31,7 +35,9 @@ def positive(name: str, value: object) -> float:
 def non_negative(name: str, value: object) -> float:
     """Return ``value`` as a float if it is a finite number >= 0, else raise."""
     if not _is_number(value):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r}"
+        )
     value = float(value)  # type: ignore[arg-type]
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -48,13 +54,32 @@ def fraction(name: str, value: object) -> float:
     return value
 
 
+def boolean(name: str, value: object) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not 0, 1 or a string), else raise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def fraction_below_one(name: str, value: object) -> float:
+    """Return ``value`` as a float in [0, 1), else raise (a share kept back, such as a memory reserve)."""
+    value = non_negative(name, value)
+    if value >= 1:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return value
+
+
 def positive_int(name: str, value: object) -> int:
     """Return ``value`` as an int if it is a whole number >= 1, else raise."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (Integral, np.integer)
+    ):
         if _is_number(value) and float(value).is_integer():  # type: ignore[arg-type]
             value = int(value)  # type: ignore[arg-type]
         else:
-            raise TypeError(f"{name} must be a whole number, got {type(value).__name__} {value!r}")
+            raise TypeError(
+                f"{name} must be a whole number, got {type(value).__name__} {value!r}"
+            )
     value = int(value)
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
@@ -72,11 +97,15 @@ def positive_array(name: str, value: object) -> np.ndarray:
     """Return ``value`` as a float array whose entries are all finite and > 0."""
     try:
         raw = np.asarray(value)
-        if raw.dtype.kind not in "iuf":  # rejects bools, strings ("10"), None and other objects
+        if (
+            raw.dtype.kind not in "iuf"
+        ):  # rejects bools, strings ("10"), None and other objects
             raise TypeError(raw.dtype)
         arr = raw.astype(float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
+        raise TypeError(
+            f"{name} must be a number or an array of numbers, got {value!r}"
+        ) from exc
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)):
@@ -89,7 +118,9 @@ def positive_array(name: str, value: object) -> np.ndarray:
 def name(param: str, value: object) -> str:
     """Return ``value`` normalised for look-up (stripped, lower case)."""
     if not isinstance(value, str):
-        raise TypeError(f"{param} must be a string, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{param} must be a string, got {type(value).__name__} {value!r}"
+        )
     key = value.strip().lower()
     if not key:
         raise ValueError(f"{param} must not be empty")

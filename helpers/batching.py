@@ -7,7 +7,7 @@ batch, the activations (``b1`` per sample) grow with it. The roofline model
 
     ``t(B) = max(f1 B / peak, (b0 + b1 B) / bandwidth) + overhead``
 
-and three regimes (:func:`helpers.roofline.bound`):
+and three regimes (the ``bound`` of :func:`helpers.roofline.breakdown`):
 
 * ``'overhead'`` -- the fixed launch/framework cost is larger than both terms;
 * ``'memory'`` -- reading the weights dominates: ``t`` hardly grows with ``B``,
@@ -15,18 +15,21 @@ and three regimes (:func:`helpers.roofline.bound`):
 * ``'compute'`` -- past the *knee* ``t`` grows in proportion to ``B`` and
   throughput stays at its ceiling (batching only adds latency).
 
-The *predicted knee* is the batch at which compute time equals memory time
-(:func:`crossing_batch`; for one linear layer it is
+The *critical batch* is the batch at which compute time equals memory time
+(:func:`helpers.roofline.crossing_batch`; for one linear layer
 :func:`helpers.ops.critical_batch_size`). The *measured knee* of a real
 time-versus-batch curve is defined by :func:`measured_knee`: the smallest
 batch whose throughput reaches a fraction (default 90 %) of the sweep's best.
+The *overhead crossover* (:func:`overhead_crossover`) is the other boundary:
+the size below which the fixed overhead (the book assumes
+:data:`DEFAULT_OVERHEAD_S`, 5 µs) outlasts both roofline terms.
 
 Typical use (Lab 2)::
 
-    sweep = linear_sweep("t4", [1, 2, 4, 8, 16], 4096, 4096, overhead=10e-6)
-    sweep.time, sweep.throughput, sweep.regime
-    knee_batch("t4", 4096, 4096)               # predicted knee, samples
-    measured_knee(batches, measured_seconds)   # knee of a measured curve
+    sweep = linear_sweep([1, 2, 4, 8, 16], 4096, 4096, "t4", overhead=10e-6)
+    sweep.seconds, sweep.throughput, sweep.bound
+    critical_batch_size("t4", d_in=4096, d_out=4096)  # predicted crossing, samples
+    measured_knee(batches, measured_seconds)          # knee of a measured curve
 
 Units: seconds, FLOP, bytes, samples/s.
 """
@@ -34,15 +37,15 @@ Units: seconds, FLOP, bytes, samples/s.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
 from . import _validate
 from .hardware import Accelerator, get_accelerator
-from .ops import Cost, critical_batch_size, linear_cost, mlp_cost
-from .roofline import Bound, bound, ridge_point, roofline_time
+from .ops import Cost, linear_cost, mlp_cost
+from .roofline import Bound, breakdown
 
 CostOfBatch = Callable[[int], Cost]
 """A function ``batch -> Cost`` (e.g. ``lambda b: linear_cost(b, 4096, 4096)``)."""
@@ -51,7 +54,9 @@ CostOfBatch = Callable[[int], Cost]
 def _batches(batch: int | Sequence[int] | np.ndarray) -> np.ndarray:
     values = np.atleast_1d(np.asarray(batch))
     if values.ndim != 1 or values.size == 0:
-        raise ValueError("batch must be a whole number or a non-empty 1-D sequence of them")
+        raise ValueError(
+            "batch must be a whole number or a non-empty 1-D sequence of them"
+        )
     return np.array([_validate.positive_int("batch", v) for v in values.tolist()])
 
 
@@ -59,22 +64,23 @@ def _batches(batch: int | Sequence[int] | np.ndarray) -> np.ndarray:
 class BatchSweep:
     """Predicted step time of one computation over a range of batch sizes.
 
+    The fields of :class:`helpers.roofline.TimeBreakdown`, one entry per batch.
+
     Attributes
     ----------
     batch : numpy.ndarray of int
         Batch sizes (samples or tokens per step).
     flops, bytes : numpy.ndarray
         FLOP and bytes moved per step at each batch.
-    compute_time, memory_time : numpy.ndarray
+    compute_s, memory_s : numpy.ndarray
         ``flops / peak`` and ``bytes / bandwidth`` in seconds.
-    time : numpy.ndarray
-        Step time (latency of one step) in seconds:
-        :func:`helpers.roofline.roofline_time` at each batch.
-    regime : tuple of str
-        :func:`helpers.roofline.bound` at each batch:
-        ``'overhead'``, ``'memory'`` or ``'compute'``.
-    overhead : float
+    overhead_s : float
         Fixed time per step in seconds.
+    seconds : numpy.ndarray
+        Step time (latency of one step) in seconds:
+        ``max(compute_s, memory_s) + overhead_s`` at each batch.
+    bound : tuple of str
+        ``'overhead'``, ``'memory'`` or ``'compute'`` at each batch.
     accelerator : str
         Name of the device.
     dtype : str
@@ -84,42 +90,43 @@ class BatchSweep:
     batch: np.ndarray
     flops: np.ndarray
     bytes: np.ndarray
-    compute_time: np.ndarray
-    memory_time: np.ndarray
-    time: np.ndarray
-    regime: tuple[Bound, ...]
-    overhead: float
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    overhead_s: float
+    seconds: np.ndarray
+    bound: tuple[Bound, ...]
     accelerator: str
     dtype: str
 
     @property
     def throughput(self) -> np.ndarray:
-        """Samples (or tokens) per second: ``batch / time``."""
-        return self.batch / self.time
+        """Samples (or tokens) per second: ``batch / seconds``."""
+        return self.batch / self.seconds
 
     @property
     def achieved_flops(self) -> np.ndarray:
-        """FLOP/s achieved at each batch: ``flops / time``."""
-        return self.flops / self.time
+        """FLOP/s achieved at each batch: ``flops / seconds``."""
+        return self.flops / self.seconds
 
 
 def sweep(
-    acc: str | Accelerator,
-    batch: int | Sequence[int] | np.ndarray,
     cost_of_batch: CostOfBatch,
+    batch: int | Sequence[int] | np.ndarray,
+    acc: str | Accelerator,
+    *,
     dtype: str = "fp16",
     overhead: float = 0.0,
 ) -> BatchSweep:
-    """Step time, throughput and regime of any computation at each batch size.
+    """Step time, throughput and bound of any computation at each batch size.
 
     Parameters
     ----------
-    acc : str or Accelerator
-        The device.
-    batch : int or sequence of int
-        Batch sizes to evaluate (each >= 1).
     cost_of_batch : callable
         ``batch -> Cost`` (e.g. ``lambda b: helpers.ops.linear_cost(b, 4096, 4096)``).
+    batch : int or sequence of int
+        Batch sizes to evaluate (each >= 1).
+    acc : str or Accelerator
+        The device.
     dtype : str
         Dtype whose peak FLOP/s applies (the compute dtype).
     overhead : float
@@ -137,29 +144,30 @@ def sweep(
     costs = [cost_of_batch(int(b)) for b in batches]
     if not all(isinstance(c, Cost) for c in costs):
         raise TypeError("cost_of_batch must return a helpers.ops.Cost")
-    flops = np.array([c.flops for c in costs])
-    bytes_ = np.array([c.bytes for c in costs])
-    times = np.array([roofline_time(c.flops, c.bytes, device, dtype, overhead) for c in costs])
-    regime = tuple(bound(c.flops, c.bytes, device, dtype, overhead) for c in costs)
+    parts = [
+        breakdown(c.flops, c.bytes, device, dtype=dtype, overhead=overhead)
+        for c in costs
+    ]
     return BatchSweep(
         batch=batches,
-        flops=flops,
-        bytes=bytes_,
-        compute_time=flops / device.flops(dtype),
-        memory_time=bytes_ / device.memory_bandwidth,
-        time=times,
-        regime=regime,
-        overhead=overhead,
+        flops=np.array([c.flops for c in costs]),
+        bytes=np.array([c.bytes for c in costs]),
+        compute_s=np.array([p.compute_s for p in parts]),
+        memory_s=np.array([p.memory_s for p in parts]),
+        overhead_s=overhead,
+        seconds=np.array([p.seconds for p in parts]),
+        bound=tuple(p.bound for p in parts),
         accelerator=device.name,
         dtype=dtype,
     )
 
 
 def linear_sweep(
-    acc: str | Accelerator,
     batch: int | Sequence[int] | np.ndarray,
     d_in: int,
     d_out: int,
+    acc: str | Accelerator,
+    *,
     dtype: str = "fp16",
     weight_dtype: str | None = None,
     overhead: float = 0.0,
@@ -171,14 +179,21 @@ def linear_sweep(
     """
     _validate.positive_int("d_in", d_in)
     _validate.positive_int("d_out", d_out)
-    return sweep(acc, batch, lambda b: linear_cost(b, d_in, d_out, dtype, weight_dtype), dtype, overhead)
+    return sweep(
+        lambda b: linear_cost(b, d_in, d_out, dtype=dtype, weight_dtype=weight_dtype),
+        batch,
+        acc,
+        dtype=dtype,
+        overhead=overhead,
+    )
 
 
 def mlp_sweep(
-    acc: str | Accelerator,
     batch: int | Sequence[int] | np.ndarray,
     d_model: int,
     d_ff: int,
+    acc: str | Accelerator,
+    *,
     dtype: str = "fp16",
     gated: bool = False,
     weight_dtype: str | None = None,
@@ -191,78 +206,22 @@ def mlp_sweep(
     """
     _validate.positive_int("d_model", d_model)
     _validate.positive_int("d_ff", d_ff)
-    if not isinstance(gated, bool):
-        raise TypeError(f"gated must be True or False, got {gated!r}")
-    return sweep(acc, batch, lambda b: mlp_cost(b, d_model, d_ff, dtype, gated, weight_dtype), dtype, overhead)
-
-
-def crossing_batch(acc: str | Accelerator, cost_of_batch: CostOfBatch, dtype: str = "fp16") -> float:
-    """Batch at which compute time equals memory time, for flops proportional to the batch.
-
-    With ``flops = f1 B`` and ``bytes = b0 + b1 B`` (weights ``b0`` read once,
-    activations ``b1`` per sample; read off the costs at ``B = 1`` and ``B = 2``,
-    checked at ``B = 4``), compute time equals memory time where
-    ``f1 B = ridge (b0 + b1 B)``, i.e.
-
-        ``B* = ridge b0 / (f1 - ridge b1)``.
-
-    Returns
-    -------
-    float
-        ``B*`` in samples, not rounded. A value below 1 means the computation is
-        compute-bound already at batch 1 (``0.0`` when nothing is read once per
-        step); ``inf`` if its intensity never reaches the ridge point
-        (``f1 <= ridge * b1``: the activations alone are too many bytes per FLOP).
-    """
-    if not callable(cost_of_batch):
-        raise TypeError("cost_of_batch must be a function batch -> Cost")
-    ridge = ridge_point(acc, dtype)
-    c1, c2, c4 = (cost_of_batch(b) for b in (1, 2, 4))
-    f1, b1 = c1.flops, c2.bytes - c1.bytes
-    b0 = c1.bytes - b1
-    proportional = all(math.isclose(c.flops, k * f1, rel_tol=1e-9) for c, k in ((c2, 2), (c4, 4)))
-    if not (proportional and math.isclose(c4.bytes, b0 + 4 * b1, rel_tol=1e-9)):
-        raise ValueError("cost_of_batch must have flops proportional to the batch and bytes affine in it")
-    slope = f1 - ridge * b1
-    if slope <= 0:
-        return math.inf
-    return max(0.0, ridge * b0 / slope)
-
-
-def knee_batch(
-    acc: str | Accelerator,
-    d_in: int,
-    d_out: int,
-    dtype: str = "fp16",
-    weight_dtype: str | None = None,
-) -> float:
-    """Predicted knee of a linear layer: the batch where its intensity reaches the ridge point.
-
-    This is :func:`helpers.ops.critical_batch_size` with the layer's exact
-    dimensions; for ``B << d_in, d_out`` it tends to ``ridge * w_w / 2``.
-    """
-    return critical_batch_size(acc, dtype, weight_dtype, d_in, d_out)
-
-
-def mlp_knee_batch(
-    acc: str | Accelerator,
-    d_model: int,
-    d_ff: int,
-    dtype: str = "fp16",
-    gated: bool = False,
-    weight_dtype: str | None = None,
-) -> float:
-    """Predicted knee of a whole MLP (:func:`helpers.ops.mlp_cost`): :func:`crossing_batch` of its cost."""
-    _validate.positive_int("d_model", d_model)
-    _validate.positive_int("d_ff", d_ff)
-    if not isinstance(gated, bool):
-        raise TypeError(f"gated must be True or False, got {gated!r}")
-    return crossing_batch(acc, lambda b: mlp_cost(b, d_model, d_ff, dtype, gated, weight_dtype), dtype)
+    _validate.boolean("gated", gated)
+    return sweep(
+        lambda b: mlp_cost(
+            b, d_model, d_ff, dtype=dtype, gated=gated, weight_dtype=weight_dtype
+        ),
+        batch,
+        acc,
+        dtype=dtype,
+        overhead=overhead,
+    )
 
 
 def measured_knee(
     batch: Sequence[int] | np.ndarray,
     seconds: Sequence[float] | np.ndarray,
+    *,
     fraction: float = 0.9,
 ) -> int:
     """The knee of a time-versus-batch curve: the smallest batch reaching ``fraction`` of peak throughput.
@@ -274,7 +233,7 @@ def measured_knee(
     while latency keeps growing.
 
     On a roofline curve with no overhead and wide layers, this lands at about
-    ``fraction`` times the predicted knee (:func:`crossing_batch`): below the
+    ``fraction`` times the critical batch (:func:`helpers.roofline.crossing_batch`): below the
     knee throughput grows in proportion to the batch. The answer is only
     meaningful if the sweep extends past the knee (if the largest batch is
     returned, sweep further).
@@ -296,7 +255,9 @@ def measured_knee(
     batches = _batches(batch)
     times = _validate.positive_array("seconds", seconds)
     if times.shape != batches.shape:
-        raise ValueError(f"seconds must have one entry per batch ({batches.size}), got shape {times.shape}")
+        raise ValueError(
+            f"seconds must have one entry per batch ({batches.size}), got shape {times.shape}"
+        )
     if np.unique(batches).size != batches.size:
         raise ValueError("batch must not repeat a value")
     fraction = _validate.fraction("fraction", fraction)
@@ -307,70 +268,78 @@ def measured_knee(
     return int(batches[np.argmax(reached)])
 
 
-REGIME_COLOURS = {"overhead": "0.85", "memory": "#cfe2f3", "compute": "#fce5cd"}
-"""Background colour of each regime in :func:`draw_sweep`."""
+DEFAULT_OVERHEAD_S = 5e-6
+"""The book's assumed fixed time per call, in seconds: 5 µs.
+
+Before an operation does any work, eager PyTorch runs Python and framework
+dispatch on the CPU and the GPU launches a kernel; together that is "a few
+microseconds" per call, whatever the size of the operation. The book takes
+5 µs as one round, *assumed* figure wherever a chapter needs one: chapter 1
+charges it per operation, chapter 3 per step of a fused (graph-captured)
+MLP block, chapter 4 per ResNet-50 layer. It is an order of magnitude, not
+a datasheet value: Lab 1 measures the real one on the reader's machine
+(:func:`helpers.bench.measure_overhead`, the time of adding 1 to a
+one-element tensor; about 7 µs on the CPU of the committed lab runs), and
+CUDA graphs or ``torch.compile`` remove most of it.
+"""
 
 
-def _decade_limits(values: np.ndarray) -> tuple[float, float]:
-    """Axis limits rounded out to whole powers of ten, so a log axis always shows labelled decades."""
-    low = 10.0 ** math.floor(math.log10(float(np.min(values))))
-    high = 10.0 ** math.ceil(math.log10(float(np.max(values))))
-    return low, high if high > low else 10 * low
+def overhead_crossover(
+    cost_of_size: Callable[[int], Cost],
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = DEFAULT_OVERHEAD_S,
+) -> float:
+    """Size below which a computation is overhead-bound: its roofline time equals ``overhead``.
 
+    For FLOP and bytes affine in the size ``n`` (``f0 + f1 n`` and
+    ``b0 + b1 n``: elements of an elementwise op, rows of a linear layer;
+    read off the costs at ``n = 1`` and ``n = 2``, checked at ``n = 4``),
+    the compute time reaches ``overhead`` at ``n_c = (overhead P - f0) / f1``
+    and the memory time at ``n_m = (overhead W - b0) / b1``. The time model
+    (:func:`helpers.roofline.breakdown`) calls a call overhead-bound while
+    ``overhead`` exceeds both terms, i.e. below ``min(n_c, n_m)``.
 
-def draw_sweep(ax, sweep: BatchSweep, knee: float | None = None, mark: int | None = None):
-    """Step time (left axis) and throughput (right axis) against batch, regimes shaded.
+    For an fp16 ReLU (4 bytes per element, memory-bound at every size) this
+    is ``overhead W / 4`` elements: 4.19 million on an H100 at 5 µs.
 
     Parameters
     ----------
-    ax : matplotlib.axes.Axes
-        Axes to draw the step time into. It is cleared, and any other axes in
-        its figure (an earlier throughput twin) removed, so a calculator can redraw.
-    sweep : BatchSweep
-        What to draw (log-log, batch on x).
-    knee : float, optional
-        A predicted knee batch, drawn as a dashed vertical line.
-    mark : int, optional
-        A batch to highlight with a dot on both curves (must be in ``sweep.batch``).
+    cost_of_size : callable
+        ``size -> Cost``, e.g. ``lambda n: helpers.ops.op_cost("relu", n)``.
+    acc : str or Accelerator
+        The device.
+    dtype : str
+        Which peak FLOP/s applies.
+    overhead : float
+        Fixed time per call in seconds (default :data:`DEFAULT_OVERHEAD_S`).
 
     Returns
     -------
-    matplotlib.axes.Axes
-        The throughput axes (a twin of ``ax``).
+    float
+        The size (elements, rows, samples), not rounded; ``0.0`` if the
+        fixed part of the work alone outlasts ``overhead``; ``inf`` if
+        neither term grows with the size.
     """
-    if not isinstance(sweep, BatchSweep):
-        raise TypeError(f"sweep must be a BatchSweep, got {type(sweep).__name__}")
-    for other in list(ax.figure.axes):
-        if other is not ax:
-            other.remove()
-    ax.clear()
-    b = sweep.batch.astype(float)
-    edges = np.concatenate([[b[0]], np.sqrt(b[1:] * b[:-1]), [b[-1]]])
-    shown = set()
-    for i, regime in enumerate(sweep.regime):
-        label = f"{regime}-bound" if regime not in shown else None
-        shown.add(regime)
-        ax.axvspan(edges[i], edges[i + 1], color=REGIME_COLOURS[regime], lw=0, label=label)
-    ax.loglog(b, sweep.time, color="C0", lw=2, label="step time")
-    ax.set_xlabel("batch (samples or tokens per step)")
-    ax.set_ylabel("step time (s)", color="C0")
-    ax.set_xlim(b[0], b[-1])
-    twin = ax.twinx()
-    twin.loglog(b, sweep.throughput, color="C3", lw=2, label="throughput")
-    twin.set_ylabel("throughput (samples/s)", color="C3")
-    twin.grid(False)
-    ax.set_ylim(*_decade_limits(sweep.time))
-    twin.set_ylim(*_decade_limits(sweep.throughput))
-    if knee is not None and math.isfinite(knee) and b[0] <= knee <= b[-1]:
-        ax.axvline(knee, color="k", ls="--", lw=1, label=f"predicted knee ({knee:,.0f})")
-    if mark is not None:
-        where = np.flatnonzero(sweep.batch == mark)
-        if where.size == 0:
-            raise ValueError(f"mark must be one of the sweep's batches, got {mark!r}")
-        i = int(where[0])
-        ax.plot([b[i]], [sweep.time[i]], "o", color="C0", ms=7)
-        twin.plot([b[i]], [sweep.throughput[i]], "o", color="C3", ms=7)
-    handles, labels = ax.get_legend_handles_labels()
-    more, more_labels = twin.get_legend_handles_labels()
-    twin.legend(handles + more, labels + more_labels, loc="upper left", fontsize=8, framealpha=0.8, frameon=True)
-    return twin
+    if not callable(cost_of_size):
+        raise TypeError("cost_of_size must be a function size -> Cost")
+    device = get_accelerator(acc)
+    overhead = _validate.positive("overhead", overhead)
+    c1, c2, c4 = (cost_of_size(n) for n in (1, 2, 4))
+    slopes = (c2.flops - c1.flops, c2.bytes - c1.bytes)
+    offsets = (c1.flops - slopes[0], c1.bytes - slopes[1])
+    affine = all(
+        math.isclose(value, offset + 4 * slope, rel_tol=1e-9, abs_tol=1e-9)
+        for value, offset, slope in zip((c4.flops, c4.bytes), offsets, slopes)
+    )
+    if not affine:
+        raise ValueError("cost_of_size must have flops and bytes affine in the size")
+    rates = (device.flops(dtype), device.memory_bandwidth)
+    sizes = []
+    for rate, offset, slope in zip(rates, offsets, slopes):
+        if slope > 0:
+            sizes.append((overhead * rate - offset) / slope)
+        else:  # a term that does not grow: past the overhead at every size, or never
+            sizes.append(0.0 if offset / rate >= overhead else math.inf)
+    return max(0.0, min(sizes))

@@ -10,13 +10,19 @@ from __future__ import annotations
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from . import _validate
 from .hardware import Accelerator, dtype_bytes
 
-_TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_TORCH_DTYPES = {
+    "fp32": "float32",
+    "tf32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+}
 
 
 def _torch() -> Any:
@@ -59,11 +65,15 @@ def describe_device(dev: Any = None) -> str:
     lines = [f"device: {device_name(dev)}"]
     if dev.type == "cuda":
         props = torch.cuda.get_device_properties(dev)
-        lines.append(f"memory: {props.total_memory / 1e9:.1f} GB, {props.multi_processor_count} SMs")
+        lines.append(
+            f"memory: {props.total_memory / 1e9:.1f} GB, {props.multi_processor_count} SMs"
+        )
         lines.append(f"torch {torch.__version__}, CUDA {torch.version.cuda}")
     else:
         lines.append(f"torch {torch.__version__}, no CUDA device (running on the CPU)")
-    lines.append(f"python {platform.python_version()} on {platform.system()} {platform.machine()}")
+    lines.append(
+        f"python {platform.python_version()} on {platform.system()} {platform.machine()}"
+    )
     return "\n".join(lines)
 
 
@@ -95,7 +105,9 @@ def _synchronize(dev: Any) -> None:
         torch.cuda.synchronize(dev)
 
 
-def time_fn(fn: Callable[[], Any], warmup: int = 3, repeats: int = 10, dev: Any = None) -> Timing:
+def time_fn(
+    fn: Callable[[], Any], warmup: int = 3, repeats: int = 10, dev: Any = None
+) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
 
     On CUDA each call is bracketed by CUDA events (the GPU's own clock, no
@@ -114,7 +126,10 @@ def time_fn(fn: Callable[[], Any], warmup: int = 3, repeats: int = 10, dev: Any 
     samples: list[float] = []
     if dev.type == "cuda":
         for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start, end = (
+                torch.cuda.Event(enable_timing=True),
+                torch.cuda.Event(enable_timing=True),
+            )
             start.record()
             fn()
             end.record()
@@ -156,11 +171,15 @@ def torch_dtype(dtype: str) -> Any:
     dtype_bytes(dtype)
     key = dtype.strip().lower()
     if key not in _TORCH_DTYPES:
-        raise KeyError(f"dtype {dtype!r} has no torch matmul here; choose one of {sorted(_TORCH_DTYPES)}")
+        raise KeyError(
+            f"dtype {dtype!r} has no torch matmul here; choose one of {sorted(_TORCH_DTYPES)}"
+        )
     return getattr(_torch(), _TORCH_DTYPES[key])
 
 
-def measure_memory_bandwidth(nbytes: int | None = None, repeats: int = 10, dev: Any = None) -> Measurement:
+def measure_memory_bandwidth(
+    nbytes: int | None = None, repeats: int = 10, dev: Any = None
+) -> Measurement:
     """Memory bandwidth in bytes/s from a large device-to-device copy.
 
     Copies a buffer of ``nbytes`` (default 1 GiB on a GPU, 256 MiB on a CPU)
@@ -180,7 +199,9 @@ def measure_memory_bandwidth(nbytes: int | None = None, repeats: int = 10, dev: 
     return Measurement(moved / timing.median, "bytes/s", moved, timing)
 
 
-def measure_matmul_flops(dtype: str = "fp16", n: int | None = None, repeats: int = 10, dev: Any = None) -> Measurement:
+def measure_matmul_flops(
+    dtype: str = "fp16", n: int | None = None, repeats: int = 10, dev: Any = None
+) -> Measurement:
     """Matmul throughput in FLOP/s for square ``n x n`` matrices of ``dtype`` (``2 n**3`` FLOP per call).
 
     Default ``n``: 8192 on a GPU, 1024 on a CPU. ``tf32`` enables TF32 tensor
@@ -222,7 +243,9 @@ def supported_dtypes(dev: Any = None) -> tuple[str, ...]:
     return ("fp32", "tf32", "fp16", "bf16") if major >= 8 else ("fp32", "fp16")
 
 
-def measured_accelerator(dtypes: tuple[str, ...] | None = None, dev: Any = None, quick: bool = False) -> Accelerator:
+def measured_accelerator(
+    dtypes: tuple[str, ...] | None = None, dev: Any = None, quick: bool = False
+) -> Accelerator:
     """An :class:`~helpers.hardware.Accelerator` built from measurements of this machine.
 
     Peak FLOP/s per dtype from :func:`measure_matmul_flops`, bandwidth from
@@ -236,7 +259,9 @@ def measured_accelerator(dtypes: tuple[str, ...] | None = None, dev: Any = None,
     n = 512 if quick else None
     nbytes = (32 << 20) if quick else None
     repeats = 3 if quick else 10
-    peaks = {d: measure_matmul_flops(d, n=n, repeats=repeats, dev=dev).value for d in dtypes}
+    peaks = {
+        d: measure_matmul_flops(d, n=n, repeats=repeats, dev=dev).value for d in dtypes
+    }
     bandwidth = measure_memory_bandwidth(nbytes, repeats=repeats, dev=dev).value
     if dev.type == "cuda":
         capacity = float(torch.cuda.get_device_properties(dev).total_memory)

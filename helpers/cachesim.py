@@ -41,11 +41,12 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from . import _validate, llm
 TRACE_BLOCK_TOKENS = 512
 """Tokens per block of the Mooncake traces' ``hash_ids``."""
 
-TRACE_URL = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FAST25-release/traces/{name}_trace.jsonl"
+TRACE_URL = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/3b5a594133958449a1feaf1c9e0fc1b553e34a28/FAST25-release/traces/{name}_trace.jsonl"
 """Where a reader with internet downloads the open traces (``name`` is ``conversation`` or ``synthetic``)."""
 
 TRACE_SHA256: Mapping[str, str] = MappingProxyType(
@@ -65,7 +66,9 @@ TRACE_SHA256: Mapping[str, str] = MappingProxyType(
 )
 """sha256 of each open trace (Mooncake repository, commit 3b5a594, FAST25-release/traces/)."""
 
-TRACE_REQUESTS: Mapping[str, int] = MappingProxyType({"conversation": 12_031, "synthetic": 3_993})
+TRACE_REQUESTS: Mapping[str, int] = MappingProxyType(
+    {"conversation": 12_031, "synthetic": 3_993}
+)
 """Number of requests in each open trace."""
 
 ENV_VAR = "MOONCAKE_TRACES"
@@ -116,12 +119,30 @@ class Trace:
     def __post_init__(self) -> None:
         _validate.positive_int("block_tokens", self.block_tokens)
         n = len(self.input_lengths)
-        if len(self.timestamps) != n or len(self.output_lengths) != n or len(self.offsets) != n + 1:
-            raise ValueError("timestamps, input_lengths, output_lengths and offsets must describe the same requests")
-        if self.offsets[0] != 0 or self.offsets[-1] != len(self.block_ids) or np.any(np.diff(self.offsets) < 0):
+        if (
+            len(self.timestamps) != n
+            or len(self.output_lengths) != n
+            or len(self.offsets) != n + 1
+        ):
+            raise ValueError(
+                "timestamps, input_lengths, output_lengths and offsets must describe the same requests"
+            )
+        if (
+            self.offsets[0] != 0
+            or self.offsets[-1] != len(self.block_ids)
+            or np.any(np.diff(self.offsets) < 0)
+        ):
             raise ValueError("offsets must rise from 0 to len(block_ids)")
-        for field in ("timestamps", "input_lengths", "output_lengths", "block_ids", "offsets"):
-            frozen = np.array(getattr(self, field), dtype=np.int64)  # a private copy, so the caller's array stays writable
+        for field in (
+            "timestamps",
+            "input_lengths",
+            "output_lengths",
+            "block_ids",
+            "offsets",
+        ):
+            frozen = np.array(
+                getattr(self, field), dtype=np.int64
+            )  # a private copy, so the caller's array stays writable
             frozen.setflags(write=False)
             object.__setattr__(self, field, frozen)
 
@@ -167,14 +188,25 @@ def _parse(lines: Sequence[str] | object, source: str, name: str) -> Trace:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(request, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {type(request).__name__}")
+            raise ValueError(
+                f"{where}: expected a JSON object, got {type(request).__name__}"
+            )
         try:
-            ts, inp, out, hashes = (request[k] for k in ("timestamp", "input_length", "output_length", "hash_ids"))
+            ts, inp, out, hashes = (
+                request[k]
+                for k in ("timestamp", "input_length", "output_length", "hash_ids")
+            )
         except KeyError as exc:
             raise ValueError(f"{where}: missing field {exc.args[0]!r}") from None
-        for key, value in (("timestamp", ts), ("input_length", inp), ("output_length", out)):
+        for key, value in (
+            ("timestamp", ts),
+            ("input_length", inp),
+            ("output_length", out),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
+                raise ValueError(
+                    f"{where}: {key} must be a whole number >= 0, got {value!r}"
+                )
         if inp == 0:
             raise ValueError(f"{where}: input_length must be >= 1, got 0")
         if not isinstance(hashes, list) or not hashes:
@@ -227,7 +259,9 @@ def _fetch(url: str) -> bytes:
 
 def _save(data: bytes, target: Path) -> Path:
     """Write ``data`` to ``target`` atomically (a half-written file never has the final name)."""
-    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as tmp:
+    with tempfile.NamedTemporaryFile(
+        dir=target.parent, delete=False, suffix=".part"
+    ) as tmp:
         tmp.write(data)
     os.replace(tmp.name, target)
     return target
@@ -240,11 +274,15 @@ def _download(name: str, cache: Path) -> Path:
         data = _fetch(url)
     except (urllib.error.URLError, OSError, ImportError) as exc:
         raise FileNotFoundError(
-            f"trace {name!r} is not on this machine and downloading it failed ({exc}). " + _how_to_get(name, cache)
+            f"trace {name!r} is not on this machine and downloading it failed ({exc}). "
+            + _how_to_get(name, cache)
         ) from exc
     got = hashlib.sha256(data).hexdigest()
     if got != TRACE_SHA256[name]:
-        raise ValueError(f"downloaded trace {name!r} has sha256 {got}, expected {TRACE_SHA256[name]}; " + _how_to_get(name, cache))
+        raise ValueError(
+            f"downloaded trace {name!r} has sha256 {got}, expected {TRACE_SHA256[name]}; "
+            + _how_to_get(name, cache)
+        )
     return _save(data, cache / f"{name}_trace.jsonl")
 
 
@@ -263,7 +301,9 @@ def _cached_url(url: str) -> Path:
         ) from exc
     name = target.stem.removesuffix("_trace")
     if name in TRACE_SHA256 and hashlib.sha256(data).hexdigest() != TRACE_SHA256[name]:
-        raise ValueError(f"path_or_name {url!r} does not hold the open {name!r} trace (sha256 differs)")
+        raise ValueError(
+            f"path_or_name {url!r} does not hold the open {name!r} trace (sha256 differs)"
+        )
     return _save(data, target)
 
 
@@ -285,18 +325,27 @@ def trace_path(name: str, download: bool = True) -> Path:
     """
     key = _validate.name("name", name)
     if key not in TRACE_SHA256:
-        raise KeyError(f"name {name!r} is not an open trace; choose one of {list(TRACE_SHA256)}")
+        raise KeyError(
+            f"name {name!r} is not an open trace; choose one of {list(TRACE_SHA256)}"
+        )
     cache = CACHE_DIR.expanduser()
-    folders = [Path(os.environ[ENV_VAR]).expanduser()] if os.environ.get(ENV_VAR) else []
+    folders = (
+        [Path(os.environ[ENV_VAR]).expanduser()] if os.environ.get(ENV_VAR) else []
+    )
     for folder in folders + [cache]:
         candidate = folder / f"{key}_trace.jsonl"
         if candidate.is_file():
             got = _sha256(candidate)
             if got != TRACE_SHA256[key]:
-                raise ValueError(f"{candidate} has sha256 {got}, expected {TRACE_SHA256[key]}; delete it. " + _how_to_get(key, cache))
+                raise ValueError(
+                    f"{candidate} has sha256 {got}, expected {TRACE_SHA256[key]}; delete it. "
+                    + _how_to_get(key, cache)
+                )
             return candidate
     if not download:
-        raise FileNotFoundError(f"trace {key!r} is not on this machine. " + _how_to_get(key, cache))
+        raise FileNotFoundError(
+            f"trace {key!r} is not on this machine. " + _how_to_get(key, cache)
+        )
     return _download(key, cache)
 
 
@@ -327,10 +376,16 @@ def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
     if isinstance(path_or_name, str) and path_or_name.strip().lower() in _BUNDLED:
         key = path_or_name.strip().lower()
         path = _BUNDLED[key]
-    elif isinstance(path_or_name, str) and path_or_name.strip().lower() in TRACE_SHA256 and not Path(path_or_name).exists():
+    elif (
+        isinstance(path_or_name, str)
+        and path_or_name.strip().lower() in TRACE_SHA256
+        and not Path(path_or_name).exists()
+    ):
         key = path_or_name.strip().lower()
         path = trace_path(key)
-    elif isinstance(path_or_name, str) and path_or_name.strip().lower().startswith(("http://", "https://")):
+    elif isinstance(path_or_name, str) and path_or_name.strip().lower().startswith(
+        ("http://", "https://")
+    ):
         path = _cached_url(path_or_name.strip())
         key = path.stem.removesuffix("_trace")
     elif isinstance(path_or_name, (str, os.PathLike)):
@@ -342,9 +397,39 @@ def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
             )
         key = path.stem.removesuffix("_trace")
     else:
-        raise TypeError(f"path_or_name must be a path or a trace name, got {type(path_or_name).__name__}")
+        raise TypeError(
+            f"path_or_name must be a path or a trace name, got {type(path_or_name).__name__}"
+        )
     with open(path, encoding="utf-8") as fh:
         return _parse(fh, str(path), key)
+
+
+def load_traces(
+    names: Sequence[str] = ("conversation", "synthetic"), *, sample: str = "tiny"
+) -> dict[str, Trace]:
+    """Load the open traces ``names``, or the bundled sample if any of them is unavailable.
+
+    ``{name: load_trace(name)}`` for each name. If one cannot be loaded (not
+    on this machine and no network to download it, or a wrong checksum), the
+    result is ``{sample: load_trace(sample)}`` instead, with a
+    ``UserWarning`` naming the cause: every cell of a chapter or lab still
+    runs, on a toy trace whose numbers the reader is told not to trust.
+    """
+    names = [
+        _validate.name("names", n)
+        for n in ([names] if isinstance(names, str) else names)
+    ]
+    if not names:
+        raise ValueError("names must name at least one trace")
+    try:
+        return {name: load_trace(name) for name in names}
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        warnings.warn(
+            f"trace {exc.__class__.__name__}: the open traces are unavailable ({exc}); "
+            f"using the bundled {sample!r} sample instead, so every number describes a toy",
+            stacklevel=2,
+        )
+        return {sample: load_trace(sample)}
 
 
 # ---------------------------------------------------------------------------
@@ -354,7 +439,9 @@ def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
 
 def _check_trace(trace: object) -> Trace:
     if not isinstance(trace, Trace):
-        raise TypeError(f"trace must be a Trace (from load_trace), got {type(trace).__name__}")
+        raise TypeError(
+            f"trace must be a Trace (from load_trace), got {type(trace).__name__}"
+        )
     return trace
 
 
@@ -385,19 +472,25 @@ def _group(trace: Trace, block_tokens: object) -> tuple[int, np.ndarray, np.ndar
     return block_tokens, np.asarray(ids, dtype=np.int64), offsets
 
 
-def _block_weights(trace: Trace, offsets: np.ndarray, block_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def _block_weights(
+    trace: Trace, offsets: np.ndarray, block_tokens: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Request index and prompt tokens of every block (the last block of a prompt may be partial)."""
     counts = np.diff(offsets)
     request = np.repeat(np.arange(trace.n_requests), counts)
     position = np.arange(len(request)) - offsets[request]
     length = trace.input_lengths[request]
-    weights = np.minimum((position + 1) * block_tokens, length) - np.minimum(position * block_tokens, length)
+    weights = np.minimum((position + 1) * block_tokens, length) - np.minimum(
+        position * block_tokens, length
+    )
     return request, weights.astype(np.int64)
 
 
 def _capacity_blocks(name: str, capacity_tokens: object, block_tokens: int) -> float:
     """``floor(capacity / block_tokens)`` blocks; ``math.inf`` means unlimited."""
-    if isinstance(capacity_tokens, (int, float, np.number)) and not isinstance(capacity_tokens, bool):
+    if isinstance(capacity_tokens, (int, float, np.number)) and not isinstance(
+        capacity_tokens, bool
+    ):
         if math.isinf(float(capacity_tokens)) and float(capacity_tokens) > 0:
             return math.inf
     return float(math.floor(_validate.positive(name, capacity_tokens) / block_tokens))
@@ -447,7 +540,11 @@ class CacheStats:
 
 
 def simulate_prefix_cache(
-    trace: Trace, capacity_tokens: float, block_tokens: int = TRACE_BLOCK_TOKENS, policy: str = "lru"
+    trace: Trace,
+    capacity_tokens: float,
+    *,
+    block_tokens: int = TRACE_BLOCK_TOKENS,
+    policy: str = "lru",
 ) -> CacheStats:
     """Replay ``trace`` through a prefix cache of ``capacity_tokens`` tokens, directly.
 
@@ -475,7 +572,9 @@ def simulate_prefix_cache(
     trace = _check_trace(trace)
     key = _validate.name("policy", policy)
     if key not in _POLICIES:
-        raise ValueError(f"policy {policy!r} is not supported; choose one of {list(_POLICIES)}")
+        raise ValueError(
+            f"policy {policy!r} is not supported; choose one of {list(_POLICIES)}"
+        )
     block_tokens, ids, offsets = _group(trace, block_tokens)
     capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
     lengths = trace.input_lengths.tolist()
@@ -554,33 +653,47 @@ class StackDistances:
             getattr(self, field).setflags(write=False)
         order = np.argsort(self.distances, kind="stable")
         object.__setattr__(self, "_sorted", self.distances[order])
-        object.__setattr__(self, "_cum_tokens", np.concatenate([[0], np.cumsum(self.weights[order])]))
+        object.__setattr__(
+            self, "_cum_tokens", np.concatenate([[0], np.cumsum(self.weights[order])])
+        )
 
     def hit_tokens(self, capacities_tokens: object) -> np.ndarray:
         """Prompt tokens served from a cache of each capacity (tokens; ``inf`` allowed)."""
         blocks = _capacities_blocks(capacities_tokens, self.block_tokens)
-        return self._cum_tokens[np.searchsorted(self._sorted, blocks, side="left")].astype(np.int64)
+        return self._cum_tokens[
+            np.searchsorted(self._sorted, blocks, side="left")
+        ].astype(np.int64)
 
     def request_hit_tokens(self, capacity_tokens: float) -> np.ndarray:
         """Prompt tokens of each request served from a cache of ``capacity_tokens``."""
-        capacity = _capacity_blocks("capacity_tokens", capacity_tokens, self.block_tokens)
+        capacity = _capacity_blocks(
+            "capacity_tokens", capacity_tokens, self.block_tokens
+        )
         hit = self.distances < capacity
-        return np.bincount(self.request, weights=self.weights * hit, minlength=self.n_requests).astype(np.int64)
+        return np.bincount(
+            self.request, weights=self.weights * hit, minlength=self.n_requests
+        ).astype(np.int64)
 
 
 def _capacities_blocks(capacities_tokens: object, block_tokens: int) -> np.ndarray:
     try:
         caps = np.asarray(capacities_tokens, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"capacities_tokens must be numbers, got {capacities_tokens!r}") from exc
+        raise TypeError(
+            f"capacities_tokens must be numbers, got {capacities_tokens!r}"
+        ) from exc
     if caps.size == 0:
         raise ValueError("capacities_tokens must not be empty")
     if np.any(np.isnan(caps)) or np.any(caps <= 0):
-        raise ValueError(f"capacities_tokens must be > 0 everywhere (inf allowed), got min {np.nanmin(caps) if caps.size else caps}")
+        raise ValueError(
+            f"capacities_tokens must be > 0 everywhere (inf allowed), got min {np.nanmin(caps) if caps.size else caps}"
+        )
     return np.floor(caps / block_tokens)
 
 
-def stack_distances(trace: Trace, block_tokens: int = TRACE_BLOCK_TOKENS) -> StackDistances:
+def stack_distances(
+    trace: Trace, *, block_tokens: int = TRACE_BLOCK_TOKENS
+) -> StackDistances:
     """LRU stack distances of every block reference, in one pass (Mattson et al. 1970).
 
     Why one pass gives the prefix-semantics hit of every capacity (LRU):
@@ -624,7 +737,8 @@ def stack_distances(trace: Trace, block_tokens: int = TRACE_BLOCK_TOKENS) -> Sta
     n = len(ids)
     # Touch order: each request's blocks reversed (last block first).
     position_in_request = np.arange(n) - offsets[request]
-    touch_of_ref = offsets[request] + (counts[request] - 1 - position_in_request)  # touch index of reference j
+    # touch index of reference j
+    touch_of_ref = offsets[request] + (counts[request] - 1 - position_in_request)
     touched = np.empty(n, dtype=np.int64)
     touched[touch_of_ref] = ids
     touch_request = request  # requests occupy the same index ranges in both orders
@@ -645,7 +759,9 @@ def stack_distances(trace: Trace, block_tokens: int = TRACE_BLOCK_TOKENS) -> Sta
     depth_first = np.full(len(p), np.inf)
     depth_first[known] = _count_distinct(nxt, prev, p[known], q[known])
     depth[first] = depth_first
-    for i in np.flatnonzero(~first):  # repeated within its own request: same block, same depth
+    for i in np.flatnonzero(
+        ~first
+    ):  # repeated within its own request: same block, same depth
         depth[i] = depth[prev[i]]
     d_ref = depth[touch_of_ref]  # back to prompt order
     # prefix maximum within each request: shift request r by r * big, accumulate, shift back
@@ -666,7 +782,9 @@ def stack_distances(trace: Trace, block_tokens: int = TRACE_BLOCK_TOKENS) -> Sta
     )
 
 
-def _count_distinct(nxt: np.ndarray, prev: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _count_distinct(
+    nxt: np.ndarray, prev: np.ndarray, p: np.ndarray, q: np.ndarray
+) -> np.ndarray:
     """For each query, ``#{i : p < i < q and nxt[i] >= q}`` (vectorised merge-sort tree).
 
     That is the number of distinct blocks touched strictly between positions
@@ -689,7 +807,9 @@ def _count_distinct(nxt: np.ndarray, prev: np.ndarray, p: np.ndarray, q: np.ndar
         keys = np.sort((np.arange(n) >> level) * span + nxt)
         has = np.flatnonzero(x & size)
         if len(has):
-            seg = (x[has] >> (level + 1)) * 2  # the segment [x - x % 2size, + size) at this level
+            seg = (
+                x[has] >> (level + 1)
+            ) * 2  # the segment [x - x % 2size, + size) at this level
             needles = seg * span + q[has]
             order = np.argsort(needles, kind="stable")  # sorted needles search faster
             below = np.empty(len(has), dtype=np.int64)
@@ -703,18 +823,22 @@ def _as_distances(trace_or_distances: object, block_tokens: int) -> StackDistanc
     if isinstance(trace_or_distances, StackDistances):
         if block_tokens != trace_or_distances.block_tokens:
             raise ValueError(
-                f"block_tokens ({block_tokens}) differs from the precomputed distances' ({trace_or_distances.block_tokens})"
+                f"block_tokens ({block_tokens}) differs from the precomputed distances' "
+                f"({trace_or_distances.block_tokens})"
             )
         return trace_or_distances
-    return stack_distances(_check_trace(trace_or_distances), block_tokens)
+    return stack_distances(_check_trace(trace_or_distances), block_tokens=block_tokens)
 
 
 def hit_rate_curve(
-    trace: Trace | StackDistances, capacities_tokens: Sequence[float] | np.ndarray, block_tokens: int = TRACE_BLOCK_TOKENS
+    trace: Trace | StackDistances,
+    capacities_tokens: Sequence[float] | np.ndarray,
+    *,
+    block_tokens: int = TRACE_BLOCK_TOKENS,
 ) -> np.ndarray:
     """Token-weighted prefix-cache hit rate of an LRU cache at each capacity, from one pass.
 
-    Equal, capacity by capacity, to ``simulate_prefix_cache(trace, c, block_tokens).hit_rate``
+    Equal, capacity by capacity, to ``simulate_prefix_cache(trace, c, block_tokens=b).hit_rate``
     (see :func:`stack_distances` for the proof; the tests check it).
 
     Parameters
@@ -734,8 +858,43 @@ def hit_rate_curve(
     return sd.hit_tokens(capacities_tokens) / sd.input_tokens
 
 
+def capacity_for_fraction(
+    trace: Trace | StackDistances,
+    fraction: float,
+    *,
+    block_tokens: int = TRACE_BLOCK_TOKENS,
+) -> float:
+    """Smallest LRU capacity, in tokens, whose hit rate reaches ``fraction`` of the trace's ceiling.
+
+    The ceiling is the hit rate of an infinite cache (``hit_rate_curve(trace,
+    [inf])``). The curve is a step function of the capacity in whole blocks,
+    so the answer is exact: a whole number of blocks, ``(m + 1) *
+    block_tokens`` where ``m`` is the largest stack distance among the
+    blocks needed. ``fraction = 1`` gives the capacity from which the cache
+    never misses a block it could hit; 0 if the trace has no hits at all.
+
+    Parameters
+    ----------
+    trace : Trace or StackDistances
+    fraction : float
+        Share of the ceiling to reach, in (0, 1].
+    block_tokens : int
+    """
+    fraction = _validate.fraction("fraction", fraction)
+    sd = _as_distances(trace, block_tokens)
+    ceiling = float(sd.hit_tokens([math.inf])[0])
+    if ceiling == 0:
+        return 0.0
+    needed = int(np.searchsorted(sd._cum_tokens, fraction * ceiling, side="left"))
+    largest = sd._sorted[needed - 1]
+    return float((math.floor(largest) + 1) * sd.block_tokens)
+
+
 def tier_hit_fractions(
-    trace: Trace | StackDistances, capacities_tokens: Sequence[float] | np.ndarray, block_tokens: int = TRACE_BLOCK_TOKENS
+    trace: Trace | StackDistances,
+    capacities_tokens: Sequence[float] | np.ndarray,
+    *,
+    block_tokens: int = TRACE_BLOCK_TOKENS,
 ) -> np.ndarray:
     """Fractions of prompt tokens served by each tier of an inclusive LRU hierarchy, and the miss.
 
@@ -757,11 +916,19 @@ def tier_hit_fractions(
     numpy.ndarray of float, shape (len(capacities_tokens) + 1,)
         Served fraction per tier, then the miss fraction; the sum is 1.
     """
-    caps = np.asarray(capacities_tokens, dtype=float) if not isinstance(capacities_tokens, str) else None
+    caps = (
+        np.asarray(capacities_tokens, dtype=float)
+        if not isinstance(capacities_tokens, str)
+        else None
+    )
     if caps is None or caps.ndim != 1:
-        raise TypeError("capacities_tokens must be a one-dimensional sequence of numbers")
+        raise TypeError(
+            "capacities_tokens must be a one-dimensional sequence of numbers"
+        )
     if caps.size > 1 and np.any(np.diff(caps) <= 0):
-        raise ValueError(f"capacities_tokens must be strictly increasing, got {caps.tolist()}")
+        raise ValueError(
+            f"capacities_tokens must be strictly increasing, got {caps.tolist()}"
+        )
     sd = _as_distances(trace, block_tokens)
     cumulative = sd.hit_tokens(caps) / sd.input_tokens
     served = np.diff(np.concatenate([[0.0], cumulative]))
@@ -771,6 +938,21 @@ def tier_hit_fractions(
 # ---------------------------------------------------------------------------
 # Compute a hit saves
 # ---------------------------------------------------------------------------
+
+
+def trace_prefill_flops(trace: Trace, model: str | llm.ModelConfig) -> float:
+    """Prefill FLOP of every prompt of ``trace`` with no cache: the sum of :func:`helpers.llm.prefill_cost`.
+
+    What a cache's hits save is measured against this total
+    (:func:`prefill_flops_saved` per request). Each distinct prompt length is
+    costed once.
+    """
+    t = _check_trace(trace)
+    m = llm.get_model(model)
+    lengths, counts = np.unique(t.input_lengths, return_counts=True)
+    return float(
+        sum(int(c) * llm.prefill_cost(m, int(n)).flops for n, c in zip(lengths, counts))
+    )
 
 
 def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.ndarray:
@@ -783,7 +965,7 @@ def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.
     over all ``L`` keys (``L (L + 1) / 2 - h (h + 1) / 2`` pairs). The
     difference does not depend on ``L``:
 
-    ``saved(h) = h * linear_flops_per_token + 4 * n_layers * n_heads * head_dim * h (h + 1) / 2``,
+    ``saved(h) = h * linear_flops_per_token + attention_flops(h (h + 1) / 2)``,
 
     which is ``llm.prefill_cost(model, h).flops`` without the lm_head of the
     last token (still computed for the suffix).
@@ -806,18 +988,21 @@ def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.
         raise TypeError(f"hit_tokens must be numbers, got {hit_tokens!r}") from exc
     if np.any(~np.isfinite(h)) or np.any(h < 0):
         raise ValueError("hit_tokens must be finite and >= 0")
-    return h * llm.linear_flops_per_token(m) + 4.0 * m.n_layers * m.q_dim * h * (h + 1) / 2
+    return h * llm.linear_flops_per_token(m) + llm.attention_flops(m, h * (h + 1) / 2)
 
 
 __all__ = [
     "CacheStats",
     "StackDistances",
     "Trace",
+    "capacity_for_fraction",
     "hit_rate_curve",
     "load_trace",
+    "load_traces",
     "prefill_flops_saved",
     "simulate_prefix_cache",
     "stack_distances",
     "tier_hit_fractions",
     "trace_path",
+    "trace_prefill_flops",
 ]

@@ -5,7 +5,7 @@ Each layer of :func:`helpers.ops.resnet50_layers` is an implicit GEMM
 step, whatever the batch) plus its input and output activations (per image).
 So, like a linear layer, its intensity grows with the batch towards a ceiling
 set by the activations alone, and it crosses the ridge point at a batch
-computed by :func:`helpers.batching.crossing_batch`.
+computed by :func:`helpers.roofline.crossing_batch`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from .batching import crossing_batch
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .ops import Cost, Layer, conv2d_cost, linear_cost, resnet50_layers
-from .roofline import Bound, attainable_flops, bound, roofline_time
+from .roofline import Bound, attainable_flops, breakdown, crossing_batch
 
 
-def activation_ceiling(c_in: int, c_out: int, kernel: int, dtype: str = "fp16") -> float:
+def activation_ceiling(
+    c_in: int, c_out: int, kernel: int, *, dtype: str = "fp16"
+) -> float:
     """Intensity (FLOP/byte) a stride-1 "same" convolution approaches as the batch grows.
 
     From :func:`helpers.ops.conv2d_cost`, ``1/I = w / (2 N H W) + w (C + K) / (2 K C R S)``;
@@ -32,7 +33,7 @@ def activation_ceiling(c_in: int, c_out: int, kernel: int, dtype: str = "fp16") 
     return kernel * kernel / dtype_bytes(dtype) * 2 * c_in * c_out / (c_in + c_out)
 
 
-def filter_limit(batch: int, height: int, width: int, dtype: str = "fp16") -> float:
+def filter_limit(batch: int, height: int, width: int, *, dtype: str = "fp16") -> float:
     """Intensity (FLOP/byte) a stride-1 "same" convolution approaches as its channels grow: ``2 N H W / w``.
 
     The filter term of ``1/I`` above: each weight is reused at the ``N H W``
@@ -44,22 +45,25 @@ def filter_limit(batch: int, height: int, width: int, dtype: str = "fp16") -> fl
     return 2 * batch * height * width / dtype_bytes(dtype)
 
 
-def layer_cost(layer: Layer, batch: int, dtype: str = "fp16") -> Cost:
+def layer_cost(layer: Layer, batch: int, *, dtype: str = "fp16") -> Cost:
     """Cost of ``layer`` (from :func:`helpers.ops.resnet50_layers`) at another ``batch`` and ``dtype``."""
     if not isinstance(layer, Layer):
-        raise TypeError(f"layer must be a helpers.ops.Layer, got {type(layer).__name__}")
+        raise TypeError(
+            f"layer must be a helpers.ops.Layer, got {type(layer).__name__}"
+        )
     batch = _validate.positive_int("batch", batch)
     if layer.kind == "fc":
-        return linear_cost(batch, layer.c_in, layer.c_out, dtype)
-    return conv2d_cost(batch, layer.c_in, layer.c_out, layer.in_size, layer.in_size, layer.kernel, layer.stride, dtype=dtype)
-
-
-def layer_crossing_batch(layer: Layer, acc: str | Accelerator, dtype: str = "fp16") -> float:
-    """Batch at which ``layer`` reaches the ridge point of ``acc`` in ``dtype`` (see :func:`helpers.batching.crossing_batch`).
-
-    Below 1: compute-bound already at batch 1. ``inf``: memory-bound at any batch.
-    """
-    return crossing_batch(acc, lambda b: layer_cost(layer, b, dtype), dtype)
+        return linear_cost(batch, layer.c_in, layer.c_out, dtype=dtype)
+    return conv2d_cost(
+        batch,
+        layer.c_in,
+        layer.c_out,
+        layer.in_size,
+        layer.in_size,
+        layer.kernel,
+        stride=layer.stride,
+        dtype=dtype,
+    )
 
 
 @dataclass(frozen=True)
@@ -84,12 +88,14 @@ class LayerRoofline:
         ``flops / bytes`` in FLOP/byte.
     attainable : float
         Roofline ceiling at that intensity, FLOP/s.
-    time : float
+    seconds : float
         Roofline time in seconds (no overhead).
     bound : str
         ``'memory'`` or ``'compute'``.
     crossing_batch : float
-        Batch at which the layer reaches the ridge point (``inf`` if never).
+        Batch at which the layer reaches the ridge point
+        (:func:`helpers.roofline.crossing_batch`; below 1: compute-bound
+        already at batch 1; ``inf`` if never).
     """
 
     name: str
@@ -102,15 +108,16 @@ class LayerRoofline:
     bytes: float
     intensity: float
     attainable: float
-    time: float
+    seconds: float
     bound: Bound
     crossing_batch: float
 
 
 def resnet50_roofline(
+    batch: int,
     acc: str | Accelerator,
+    *,
     dtype: str = "fp16",
-    batch: int = 1,
     image_size: int = 224,
 ) -> list[LayerRoofline]:
     """Every ResNet-50 layer's intensity, ceiling, time and bound on ``acc`` in ``dtype`` at ``batch``.
@@ -123,9 +130,10 @@ def resnet50_roofline(
     device.flops(dtype)
     batch = _validate.positive_int("batch", batch)
     rows = []
-    for layer in resnet50_layers(batch, image_size, dtype):
+    for layer in resnet50_layers(batch, image_size=image_size, dtype=dtype):
         cost = layer.cost
-        ceiling = attainable_flops(cost.intensity, device, dtype)
+        ceiling = attainable_flops(cost.intensity, device, dtype=dtype)
+        parts = breakdown(cost.flops, cost.bytes, device, dtype=dtype)
         rows.append(
             LayerRoofline(
                 name=layer.name,
@@ -138,15 +146,70 @@ def resnet50_roofline(
                 bytes=cost.bytes,
                 intensity=cost.intensity,
                 attainable=ceiling,
-                time=roofline_time(cost.flops, cost.bytes, device, dtype),
-                bound=bound(cost.flops, cost.bytes, device, dtype),
-                crossing_batch=layer_crossing_batch(layer, device, dtype),
+                seconds=parts.seconds,
+                bound=parts.bound,
+                crossing_batch=crossing_batch(
+                    lambda b, layer=layer: layer_cost(layer, b, dtype=dtype),
+                    device,
+                    dtype=dtype,
+                ),
             )
         )
     return rows
 
 
-def count_memory_bound(acc: str | Accelerator, dtype: str = "fp16", batch: int = 1, image_size: int = 224) -> int:
+def count_memory_bound(
+    batch: int, acc: str | Accelerator, *, dtype: str = "fp16", image_size: int = 224
+) -> int:
     """How many ResNet-50 layers are memory-bound on ``acc`` in ``dtype`` at ``batch``."""
-    return sum(row.bound == "memory" for row in resnet50_roofline(acc, dtype, batch, image_size))
+    rows = resnet50_roofline(batch, acc, dtype=dtype, image_size=image_size)
+    return sum(row.bound == "memory" for row in rows)
 
+
+def resnet50_step_time(
+    batch: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = 0.0,
+    image_size: int = 224,
+) -> float:
+    """Predicted seconds of one ResNet-50 forward step: the layers' roofline times plus overheads.
+
+    ``sum_l max(F_l / P, B_l / W) + L * overhead`` over the ``L = 54`` layers
+    of :func:`resnet50_roofline` (the layers run one after the other, so
+    their times add; the overhead is charged once per layer, as eager
+    PyTorch launches one kernel per convolution). Images per second are
+    ``batch / resnet50_step_time(...)``.
+
+    Parameters
+    ----------
+    batch : int
+        Images per step.
+    acc : str or Accelerator
+        The device.
+    dtype : str
+        Storage dtype and peak FLOP/s, as in :func:`resnet50_roofline`.
+    overhead : float
+        Fixed time per layer in seconds (e.g.
+        :data:`helpers.batching.DEFAULT_OVERHEAD_S`).
+    image_size : int
+        Input height = width in pixels.
+    """
+    overhead = _validate.non_negative("overhead", overhead)
+    rows = resnet50_roofline(batch, acc, dtype=dtype, image_size=image_size)
+    return sum(row.seconds for row in rows) + len(rows) * overhead
+
+
+def memory_time_share(
+    batch: int, acc: str | Accelerator, *, dtype: str = "fp16", image_size: int = 224
+) -> float:
+    """Fraction (0 to 1) of ResNet-50's roofline time spent in memory-bound layers.
+
+    ``sum of seconds over memory-bound layers / sum of seconds over all
+    layers`` from :func:`resnet50_roofline` (no overhead). Near 1, a faster
+    memory (or fewer bytes) speeds the network up; near 0, more FLOP/s do.
+    """
+    rows = resnet50_roofline(batch, acc, dtype=dtype, image_size=image_size)
+    memory = sum(row.seconds for row in rows if row.bound == "memory")
+    return memory / sum(row.seconds for row in rows)

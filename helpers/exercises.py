@@ -12,7 +12,13 @@ from numbers import Real
 from . import _validate
 
 
-def check(answer: object, expected: float, rel_tol: float = 0.05, unit: str = "", hint: str = "") -> str:
+def check(
+    answer: object,
+    expected: float,
+    rel_tol: float = 0.05,
+    unit: str = "",
+    hint: str = "",
+) -> str:
     """Say whether ``answer`` matches ``expected`` within ``rel_tol``, with a hint if not.
 
     Tolerant of units by powers of 1000: an answer off by exactly a factor
@@ -29,7 +35,11 @@ def check(answer: object, expected: float, rel_tol: float = 0.05, unit: str = ""
     if not math.isfinite(expected):
         raise ValueError(f"expected must be finite, got {expected}")
     rel_tol = _validate.fraction("rel_tol", rel_tol)
-    if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):
+    if (
+        isinstance(answer, bool)
+        or not isinstance(answer, Real)
+        or not math.isfinite(float(answer))
+    ):
         return f"Not checked: write your answer as a number (got {answer!r})."
     answer = float(answer)
     shown = f"{expected:.3g}" + (f" {unit}" if unit else "")
@@ -39,6 +49,11 @@ def check(answer: object, expected: float, rel_tol: float = 0.05, unit: str = ""
         ratio = answer / expected
         k = round(math.log10(abs(ratio)) / 3)
         if k != 0 and math.isclose(ratio, 10.0 ** (3 * k), rel_tol=rel_tol):
-            return f"Close: your number is off by a factor 10^{3 * k}. Check the units" + (f" ({unit})." if unit else ".")
-    message = f"Not yet: {answer:.3g} is {'too high' if answer > expected else 'too low'}."
+            return (
+                f"Close: your number is off by a factor 10^{3 * k}. Check the units"
+                + (f" ({unit})." if unit else ".")
+            )
+    message = (
+        f"Not yet: {answer:.3g} is {'too high' if answer > expected else 'too low'}."
+    )
     return message + (f" Hint: {hint}" if hint else "")

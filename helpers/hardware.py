@@ -12,9 +12,10 @@ returns the A100 SXM4 80GB, ``get_accelerator("H100")`` the H100 SXM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from . import _validate
 
@@ -25,13 +26,17 @@ DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
 
 TERA = 1e12
 GIGA = 1e9
+GIB = 2**30
+"""Bytes in a gibibyte. Memory capacities are stored as the datasheet's "GB" read as GiB (see :class:`Accelerator`)."""
 
 
 def dtype_bytes(dtype: str) -> int:
     """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`)."""
     key = _validate.name("dtype", dtype)
     if key not in DTYPE_BYTES:
-        raise KeyError(f"dtype {dtype!r} is unknown; choose one of {sorted(DTYPE_BYTES)}")
+        raise KeyError(
+            f"dtype {dtype!r} is unknown; choose one of {sorted(DTYPE_BYTES)}"
+        )
     return DTYPE_BYTES[key]
 
 
@@ -48,13 +53,22 @@ class Accelerator:
     memory_bandwidth : float
         Peak memory bandwidth in bytes/s.
     memory_capacity : float
-        Memory size in bytes.
+        Memory size in bytes: the datasheet's "GB" read as GiB (2**30 bytes),
+        since memory parts come in binary sizes. What the driver reports is
+        within about 1 % of it for HBM parts (an 80 GB H100 shows 81,559 MiB)
+        and a few per cent less for GDDR parts with ECC on (the T4); what
+        serving leaves free beyond that is the ``reserve`` of
+        :func:`helpers.inference.max_decode_batch`.
     source : str
         URL of the datasheet (or paper) the figures come from.
     notes : str
         What the figures mean: sparsity, accumulate precision, caveats.
     aliases : tuple of str
         Other names accepted by :func:`get_accelerator`.
+    torch_names : tuple of str
+        Regular expressions matched against the lower-cased name torch gives
+        the device (``torch.cuda.get_device_name()``, e.g. ``"tesla t4"``), so
+        a lab finds the running GPU's datasheet (:func:`from_device_name`).
     """
 
     name: str
@@ -64,6 +78,7 @@ class Accelerator:
     source: str
     notes: str = ""
     aliases: tuple[str, ...] = ()
+    torch_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
@@ -74,6 +89,14 @@ class Accelerator:
             dtype_bytes(dtype)
             _validate.positive(f"peak_flops[{dtype!r}]", value)
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
+
+    @property
+    def half_dtype(self) -> str | None:
+        """The 16-bit dtype the device computes in: ``"bf16"`` if it has a figure, else ``"fp16"``, else ``None``."""
+        for dtype in ("bf16", "fp16"):
+            if dtype in self.peak_flops:
+                return dtype
+        return None
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -126,8 +149,12 @@ class Link:
 _T4_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"
 _V100_PDF = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
 _A100_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
-_H100_PDF = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
-_H200_PDF = "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"
+_H100_PDF = (
+    "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+)
+_H200_PDF = (
+    "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"
+)
 _L4_PDF = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet"
 _ADA_PDF = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
 _AMPERE_DENSE = "Tensor-core figures are dense; the datasheet's starred figures are 2:4-sparse (2x)."
@@ -137,120 +164,215 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         name="T4",
         peak_flops={"fp32": 8.1 * TERA, "fp16": 65 * TERA, "int8": 130 * TERA},
         memory_bandwidth=320 * GIGA,
-        memory_capacity=16 * GIGA,
+        memory_capacity=16 * GIB,
         source=_T4_PDF,
-        notes="Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 is 8.1. No sparsity.",
+        notes=(
+            "Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 "
+            "is 8.1. No sparsity."
+        ),
         aliases=("tesla t4", "nvidia t4"),
+        torch_names=(r"\bt4\b",),
     ),
     Accelerator(
         name="V100 SXM2",
         peak_flops={"fp32": 15.7 * TERA, "fp16": 125 * TERA},
         memory_bandwidth=900 * GIGA,
-        memory_capacity=32 * GIGA,
+        memory_capacity=32 * GIB,
         source=_V100_PDF,
         notes="Volta: FP16 tensor cores only (125 TFLOP/s 'deep learning'); 32 GB HBM2 model. No sparsity.",
         aliases=("v100", "tesla v100"),
+        torch_names=(r"v100",),
     ),
     Accelerator(
         name="A100 SXM4 40GB",
-        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        peak_flops={
+            "fp32": 19.5 * TERA,
+            "tf32": 156 * TERA,
+            "fp16": 312 * TERA,
+            "bf16": 312 * TERA,
+            "int8": 624 * TERA,
+        },
         memory_bandwidth=1555 * GIGA,
-        memory_capacity=40 * GIGA,
+        memory_capacity=40 * GIB,
         source=_A100_PDF,
         notes=_AMPERE_DENSE,
         aliases=("a100-40gb", "a100 40gb", "a100-sxm4-40gb"),
+        torch_names=(r"a100.*40\s*gb",),
     ),
     Accelerator(
         name="A100 SXM4 80GB",
-        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        peak_flops={
+            "fp32": 19.5 * TERA,
+            "tf32": 156 * TERA,
+            "fp16": 312 * TERA,
+            "bf16": 312 * TERA,
+            "int8": 624 * TERA,
+        },
         memory_bandwidth=2039 * GIGA,
-        memory_capacity=80 * GIGA,
+        memory_capacity=80 * GIB,
         source=_A100_PDF,
         notes=_AMPERE_DENSE,
         aliases=("a100", "a100-80gb", "a100 80gb", "a100-sxm4-80gb"),
+        torch_names=(r"a100(?!.*40\s*gb)",),
     ),
     Accelerator(
         name="A800 SXM4 80GB",
-        peak_flops={"fp32": 19.5 * TERA, "tf32": 156 * TERA, "fp16": 312 * TERA, "bf16": 312 * TERA, "int8": 624 * TERA},
+        peak_flops={
+            "fp32": 19.5 * TERA,
+            "tf32": 156 * TERA,
+            "fp16": 312 * TERA,
+            "bf16": 312 * TERA,
+            "int8": 624 * TERA,
+        },
         memory_bandwidth=2039 * GIGA,
-        memory_capacity=80 * GIGA,
+        memory_capacity=80 * GIB,
         source="https://www.nvidia.cn/data-center/a800/",
-        notes="China-market A100 variant: same compute and HBM as the A100 SXM4 80GB, NVLink cut to 400 GB/s. " + _AMPERE_DENSE,
+        notes="China-market A100 variant: same compute and HBM as the A100 SXM4 80GB, NVLink cut to 400 GB/s. "
+        + _AMPERE_DENSE,
         aliases=("a800",),
+        torch_names=(r"a800",),
     ),
     Accelerator(
         name="H100 SXM",
-        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        peak_flops={
+            "fp32": 67 * TERA,
+            "tf32": 494.7 * TERA,
+            "fp16": 989.4 * TERA,
+            "bf16": 989.4 * TERA,
+            "fp8": 1978.9 * TERA,
+            "int8": 1978.9 * TERA,
+        },
         memory_bandwidth=3.35e12,
-        memory_capacity=80 * GIGA,
+        memory_capacity=80 * GIB,
         source=_H100_PDF,
         notes="Dense figures: the datasheet quotes 2:4-sparse ones (TF32 989, BF16 1,979, FP8 3,958) with a footnote.",
         aliases=("h100", "h100-sxm", "h100 sxm5"),
+        torch_names=(r"h100(?!.*(pcie|nvl))",),
     ),
     Accelerator(
         name="H800 SXM",
-        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        peak_flops={
+            "fp32": 67 * TERA,
+            "tf32": 494.7 * TERA,
+            "fp16": 989.4 * TERA,
+            "bf16": 989.4 * TERA,
+            "fp8": 1978.9 * TERA,
+            "int8": 1978.9 * TERA,
+        },
         memory_bandwidth=3.35e12,
-        memory_capacity=80 * GIGA,
+        memory_capacity=80 * GIB,
         source="https://www.nvidia.cn/data-center/h800/",
-        notes="China-market H100 variant: same tensor throughput and HBM3 as the H100 SXM, NVLink cut to 400 GB/s. Dense figures.",
+        notes=(
+            "China-market H100 variant: same tensor throughput and HBM3 as the H100 SXM, NVLink "
+            "cut to 400 GB/s. Dense figures."
+        ),
         aliases=("h800",),
+        torch_names=(r"h800(?!.*(pcie|nvl))",),
     ),
     Accelerator(
         name="H200 SXM",
-        peak_flops={"fp32": 67 * TERA, "tf32": 494.7 * TERA, "fp16": 989.4 * TERA, "bf16": 989.4 * TERA, "fp8": 1978.9 * TERA, "int8": 1978.9 * TERA},
+        peak_flops={
+            "fp32": 67 * TERA,
+            "tf32": 494.7 * TERA,
+            "fp16": 989.4 * TERA,
+            "bf16": 989.4 * TERA,
+            "fp8": 1978.9 * TERA,
+            "int8": 1978.9 * TERA,
+        },
         memory_bandwidth=4.8e12,
-        memory_capacity=141 * GIGA,
+        memory_capacity=141 * GIB,
         source=_H200_PDF,
-        notes="Same Hopper compute as the H100 SXM with 141 GB of HBM3e at 4.8 TB/s. Dense figures (the datasheet's are 2:4-sparse).",
+        notes=(
+            "Same Hopper compute as the H100 SXM with 141 GB of HBM3e at 4.8 TB/s. Dense figures "
+            "(the datasheet's are 2:4-sparse)."
+        ),
         aliases=("h200",),
+        torch_names=(r"h200(?!.*nvl)",),
     ),
     Accelerator(
         name="H20",
-        peak_flops={"fp16": 148 * TERA, "bf16": 148 * TERA, "fp8": 296 * TERA, "int8": 296 * TERA},
+        peak_flops={
+            "fp16": 148 * TERA,
+            "bf16": 148 * TERA,
+            "fp8": 296 * TERA,
+            "int8": 296 * TERA,
+        },
         memory_bandwidth=4.0e12,
-        memory_capacity=96 * GIGA,
+        memory_capacity=96 * GIB,
         source="https://arxiv.org/abs/2405.01814",
-        notes="China-market Hopper with little compute and a lot of memory bandwidth. NVIDIA publishes no public datasheet; "
-        "figures as tabulated in the attention-offloading (Lamina) paper, Chen et al. 2024, Table 1. Dense.",
+        notes=(
+            "China-market Hopper with little compute and a lot of memory bandwidth. NVIDIA "
+            "publishes no public datasheet; figures as tabulated in the attention-offloading "
+            "(Lamina) paper, Chen et al. 2024, Table 1. Dense."
+        ),
         aliases=("nvidia h20",),
+        torch_names=(r"\bh20\b",),
     ),
     Accelerator(
         name="L4",
-        peak_flops={"fp32": 30.3 * TERA, "tf32": 60 * TERA, "fp16": 121 * TERA, "bf16": 121 * TERA, "fp8": 242.5 * TERA, "int8": 242.5 * TERA},
+        peak_flops={
+            "fp32": 30.3 * TERA,
+            "tf32": 60 * TERA,
+            "fp16": 121 * TERA,
+            "bf16": 121 * TERA,
+            "fp8": 242.5 * TERA,
+            "int8": 242.5 * TERA,
+        },
         memory_bandwidth=300 * GIGA,
-        memory_capacity=24 * GIGA,
+        memory_capacity=24 * GIB,
         source=_L4_PDF,
         notes="Ada, GDDR6. Dense figures (the datasheet's are 2:4-sparse: TF32 120, FP16 242, FP8 485).",
         aliases=("nvidia l4",),
+        torch_names=(r"\bl4\b",),
     ),
     Accelerator(
         name="A10G",
         peak_flops={"fp32": 31.52 * TERA, "fp16": 70 * TERA, "bf16": 70 * TERA},
         memory_bandwidth=600 * GIGA,
-        memory_capacity=24 * GIGA,
+        memory_capacity=24 * GIB,
         source="https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/",
-        notes="AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures as tabulated by Baseten "
-        "(2023); tensor figures dense. Treat as approximate.",
+        notes=(
+            "AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
+            "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate."
+        ),
         aliases=("nvidia a10g",),
+        torch_names=(r"a10g",),
     ),
     Accelerator(
         name="RTX 4090",
-        peak_flops={"fp32": 82.6 * TERA, "tf32": 82.6 * TERA, "fp16": 165.2 * TERA, "bf16": 165.2 * TERA, "fp8": 330.3 * TERA, "int8": 660.6 * TERA},
+        peak_flops={
+            "fp32": 82.6 * TERA,
+            "tf32": 82.6 * TERA,
+            "fp16": 165.2 * TERA,
+            "bf16": 165.2 * TERA,
+            "fp8": 330.3 * TERA,
+            "int8": 660.6 * TERA,
+        },
         memory_bandwidth=1008 * GIGA,
-        memory_capacity=24 * GIGA,
+        memory_capacity=24 * GIB,
         source=_ADA_PDF,
         notes="GeForce Ada, GDDR6X. FP16/BF16 tensor with FP32 accumulate (what PyTorch uses) is 165.2 dense; "
         "with FP16 accumulate 330.3. FP8 with FP32 accumulate. Whitepaper Appendix A; dense figures.",
         aliases=("4090", "geforce rtx 4090"),
+        torch_names=(r"rtx 4090",),
     ),
 )
 
 _CX7_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/networking/ethernet-adapters/connectx-7-datasheet-Final.pdf"
-_RDMA_LATENCY = "Latency: a typical small-message RDMA latency of a few microseconds, an order of magnitude, not a datasheet figure."
+_RDMA_LATENCY = (
+    "Latency: a typical small-message RDMA latency of a few microseconds, an order of magnitude, "
+    "not a datasheet figure."
+)
 
 _LINKS: tuple[Link, ...] = (
-    Link("ConnectX-7 (400 Gb/s)", 400e9 / 8, 2e-6, _CX7_PDF, "One 400 Gb/s port, InfiniBand NDR or Ethernet. " + _RDMA_LATENCY, ("cx7", "connectx-7", "cx-7")),
+    Link(
+        "ConnectX-7 (400 Gb/s)",
+        400e9 / 8,
+        2e-6,
+        _CX7_PDF,
+        "One 400 Gb/s port, InfiniBand NDR or Ethernet. " + _RDMA_LATENCY,
+        ("cx7", "connectx-7", "cx-7"),
+    ),
     Link(
         "ConnectX-6 (200 Gb/s)",
         200e9 / 8,
@@ -259,7 +381,14 @@ _LINKS: tuple[Link, ...] = (
         "One 200 Gb/s port, InfiniBand HDR or Ethernet. " + _RDMA_LATENCY,
         ("cx6", "connectx-6", "cx-6"),
     ),
-    Link("100 GbE NIC", 100e9 / 8, 10e-6, "https://standards.ieee.org/ieee/802.3/10422/", "IEEE 802.3 100 Gb/s Ethernet; TCP latency of ~10 us is an order of magnitude.", ("100gbe", "100g")),
+    Link(
+        "100 GbE NIC",
+        100e9 / 8,
+        10e-6,
+        "https://standards.ieee.org/ieee/802.3/10422/",
+        "IEEE 802.3 100 Gb/s Ethernet; TCP latency of ~10 us is an order of magnitude.",
+        ("100gbe", "100g"),
+    ),
     Link(
         "PCIe 4.0 x16",
         16e9 * 16 * (128 / 130) / 8,
@@ -276,8 +405,22 @@ _LINKS: tuple[Link, ...] = (
         "32 GT/s per lane x 16 lanes with 128b/130b encoding = 63.0 GB/s per direction before protocol overhead.",
         ("pcie5x16", "pcie5", "pcie 5.0"),
     ),
-    Link("NVLink 3 (A100)", 300e9, 1e-6, _A100_PDF, "600 GB/s total per A100 = 300 GB/s per direction.", ("nvlink3",)),
-    Link("NVLink 4 (H100)", 450e9, 1e-6, _H100_PDF, "900 GB/s total per H100 = 450 GB/s per direction.", ("nvlink4",)),
+    Link(
+        "NVLink 3 (A100)",
+        300e9,
+        1e-6,
+        _A100_PDF,
+        "600 GB/s total per A100 = 300 GB/s per direction.",
+        ("nvlink3",),
+    ),
+    Link(
+        "NVLink 4 (H100)",
+        450e9,
+        1e-6,
+        _H100_PDF,
+        "900 GB/s total per H100 = 450 GB/s per direction.",
+        ("nvlink4",),
+    ),
 )
 
 
@@ -316,8 +459,36 @@ def get_accelerator(name: str | Accelerator) -> Accelerator:
         return name
     key = _validate.name("accelerator", name)
     if key not in _ACC_INDEX:
-        raise KeyError(f"accelerator {name!r} is unknown; choose one of {[a.name for a in _ACCELERATORS]}")
+        raise KeyError(
+            f"accelerator {name!r} is unknown; choose one of {[a.name for a in _ACCELERATORS]}"
+        )
     return _ACC_INDEX[key]  # type: ignore[return-value]
+
+
+def from_device_name(device_name: str) -> Accelerator | None:
+    """The catalog entry for a device name as torch reports it, or ``None``.
+
+    ``torch.cuda.get_device_name()`` spells names its own way (``"Tesla T4"``,
+    ``"NVIDIA A100-SXM4-80GB"``, ``"NVIDIA H100 80GB HBM3"``); each catalog
+    entry's :attr:`Accelerator.torch_names` patterns map them onto it. A CPU
+    (a name starting with ``"cpu"``), an unknown GPU, or a variant whose
+    ceilings differ from the catalog's part (an H100 PCIe) gives ``None``:
+    there is no datasheet roofline to compare with.
+
+    Raises
+    ------
+    RuntimeError
+        If two catalog entries claim the name (their patterns overlap).
+    """
+    key = _validate.name("device_name", device_name)
+    if key.startswith("cpu"):
+        return None
+    found = [a for a in _ACCELERATORS if any(re.search(p, key) for p in a.torch_names)]
+    if len(found) > 1:
+        raise RuntimeError(
+            f"device {device_name!r} matches several catalog entries: {[a.name for a in found]}"
+        )
+    return found[0] if found else None
 
 
 def get_link(name: str | Link) -> Link:
@@ -326,7 +497,9 @@ def get_link(name: str | Link) -> Link:
         return name
     key = _validate.name("link", name)
     if key not in _LINK_INDEX:
-        raise KeyError(f"link {name!r} is unknown; choose one of {[l.name for l in _LINKS]}")
+        raise KeyError(
+            f"link {name!r} is unknown; choose one of {[l.name for l in _LINKS]}"
+        )
     return _LINK_INDEX[key]  # type: ignore[return-value]
 
 
@@ -341,24 +514,52 @@ def catalog_markdown() -> str:
     dtype; memory, 16-bit ridge point and source; links.
     """
     dtypes = list(DTYPE_BYTES)
-    compute = ["| accelerator | " + " | ".join(dtypes) + " |", "|---" + "|---:" * len(dtypes) + "|"]
-    memory = ["| accelerator | memory GB/s | memory GB | 16-bit ridge (FLOP/byte) | source |", "|---|---:|---:|---:|---|"]
+    compute = [
+        "| accelerator | " + " | ".join(dtypes) + " |",
+        "|---" + "|---:" * len(dtypes) + "|",
+    ]
+    memory = [
+        "| accelerator | memory GB/s | memory GiB | 16-bit ridge (FLOP/byte) | source |",
+        "|---|---:|---:|---:|---|",
+    ]
     for acc in _ACCELERATORS:
-        compute.append(f"| {acc.name} | " + " | ".join(_tera(acc.peak_flops.get(d)) for d in dtypes) + " |")
-        half = acc.peak_flops.get("bf16", acc.peak_flops.get("fp16"))
-        ridge = "—" if half is None else f"{half / acc.memory_bandwidth:,.0f}"
-        memory.append(
-            f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} | {acc.memory_capacity / GIGA:,.0f} | {ridge} | [datasheet]({acc.source}) |"
+        compute.append(
+            f"| {acc.name} | "
+            + " | ".join(_tera(acc.peak_flops.get(d)) for d in dtypes)
+            + " |"
         )
-    links = ["| link | GB/s per direction | latency µs | source |", "|---|---:|---:|---|"]
-    links += [f"| {l.name} | {l.bandwidth / GIGA:,.1f} | {l.latency * 1e6:,.0f} | [spec]({l.source}) |" for l in _LINKS]
+        half = acc.half_dtype
+        ridge = (
+            "—" if half is None else f"{acc.flops(half) / acc.memory_bandwidth:,.0f}"
+        )
+        memory.append(
+            f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} "
+            f"| {acc.memory_capacity / GIB:,.0f} | {ridge} | [datasheet]({acc.source}) |"
+        )
+    links = [
+        "| link | GB/s per direction | latency µs | source |",
+        "|---|---:|---:|---|",
+    ]
+    links += [
+        f"| {l.name} | {l.bandwidth / GIGA:,.1f} | {l.latency * 1e6:,.0f} | [spec]({l.source}) |"
+        for l in _LINKS
+    ]
     return (
-        "**Dense peak throughput, TFLOP/s** (integer rows: TOPS)\n\n" + "\n".join(compute)
-        + "\n\n**Memory and ridge point**\n\n" + "\n".join(memory)
-        + "\n\n**Links**\n\n" + "\n".join(links) + "\n"
+        "**Dense peak throughput, TFLOP/s** (integer rows: TOPS)\n\n"
+        + "\n".join(compute)
+        + "\n\n**Memory and ridge point**\n\n"
+        + "\n".join(memory)
+        + "\n\n**Links**\n\n"
+        + "\n".join(links)
+        + "\n"
     )
 
 
 def catalog_notes_markdown() -> str:
     """What each catalog figure means (sparsity, accumulate precision, caveats), one bullet per entry."""
-    return "\n".join(f"- **{item.name}:** {item.notes}" for item in (*_ACCELERATORS, *_LINKS)) + "\n"
+    return (
+        "\n".join(
+            f"- **{item.name}:** {item.notes}" for item in (*_ACCELERATORS, *_LINKS)
+        )
+        + "\n"
+    )

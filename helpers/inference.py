@@ -1,88 +1,65 @@
-"""Lower bounds on serving a transformer: prefill time, decode step time, and how many sequences fit.
+"""Serving a transformer: prefill and decode step times, how many sequences fit, batches under a latency target.
 
-Everything here is the roofline model (:mod:`helpers.roofline`) applied to the
-FLOP and bytes that :mod:`helpers.llm` counts; no new formula for a cost is
-introduced. Two assumptions are added, both stated where used:
+The one home of every serving quantity in the book. Everything here is the
+roofline model (:func:`helpers.roofline.breakdown`) applied to the FLOP and
+bytes that :mod:`helpers.llm` counts; no new cost formula is introduced. Two
+assumptions are added, both stated where used:
 
 * on ``n_gpus`` devices the work and the bytes split evenly (ideal tensor
-  parallelism, communication ignored), as in :func:`helpers.kvcache.recompute_time`;
+  parallelism, communication ignored);
 * a decode batch fits when the weights plus every sequence's KV cache fit in
   the devices' memory less a ``reserve`` fraction (activations, allocator
-  slack, the CUDA context; vLLM's default ``gpu_memory_utilization=0.9``
-  corresponds to ``reserve=0.1``, Kwon et al. 2023).
+  slack, the CUDA context). The default, :data:`RESERVE` = 0.1, matches
+  vLLM's default ``gpu_memory_utilization=0.9`` (Kwon et al. 2023) and is the
+  one used everywhere in the book. Memory capacities are the datasheet's
+  figures read as GiB (see :class:`helpers.hardware.Accelerator`).
+
+Calling convention (as everywhere in :mod:`helpers`): what is computed on
+(``model``), how big (``tokens`` or ``context``), where (``acc``), then
+keyword-only options (``batch``, ``dtype``, ``n_gpus``, ``mfu``, ``reserve``).
+
+Examples
+--------
+>>> from helpers import inference
+>>> inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8)
+355
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Literal
 
 from . import _validate
-from .hardware import Accelerator, Link, get_accelerator
-from .kvcache import breakeven_tokens, kv_bytes, recompute_time, transfer_time
-from .llm import ModelConfig, decode_cost, prefill_cost, weight_bytes
-from .ops import Cost
-from .roofline import Bound, bound, roofline_time
+from .hardware import Accelerator, get_accelerator
+from .llm import ModelConfig, decode_cost, kv_cache_bytes, prefill_cost, weight_bytes
+from .roofline import TimeBreakdown, breakdown, crossing_batch
 
-
-@dataclass(frozen=True)
-class StepTime:
-    """Roofline lower bound of one prefill or decode step.
-
-    Attributes
-    ----------
-    seconds : float
-        ``max(compute_s, memory_s)``: the bound itself.
-    compute_s, memory_s : float
-        FLOP / (peak FLOP/s) and bytes / (memory bandwidth), per device.
-    regime : {'compute', 'memory'}
-        Which term sets the bound.
-    cost : Cost
-        FLOP and bytes of the whole step (all devices together).
-    """
-
-    seconds: float
-    compute_s: float
-    memory_s: float
-    regime: Bound
-    cost: Cost
-
-
-def _fraction_below_one(name: str, value: object) -> float:
-    value = _validate.non_negative(name, value)
-    if value >= 1:
-        raise ValueError(f"{name} must be in [0, 1), got {value}")
-    return value
-
-
-def _step(cost: Cost, acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> StepTime:
-    device = get_accelerator(acc)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    mfu = _validate.fraction("mfu", mfu)
-    flops = cost.flops / (n_gpus * mfu)
-    bytes_ = cost.bytes / n_gpus
-    seconds = roofline_time(flops, bytes_, device, dtype)
-    regime = bound(flops, bytes_, device, dtype)
-    return StepTime(seconds, flops / device.flops(dtype), bytes_ / device.memory_bandwidth, regime, cost)
+RESERVE = 0.1
+"""Share of device memory kept free in every capacity computation (vLLM's default)."""
 
 
 def prefill_step(
     model: str | ModelConfig,
-    acc: str | Accelerator,
     tokens: int,
+    acc: str | Accelerator,
+    *,
     batch: int = 1,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
-) -> StepTime:
+) -> TimeBreakdown:
     """Roofline bound of prefilling ``batch`` prompts of ``tokens`` tokens (:func:`helpers.llm.prefill_cost`).
+
+    Recomputing a prefix's KV cache is prefilling it, so this is also the
+    recompute time of :mod:`helpers.kvcache`.
 
     Parameters
     ----------
     model : str or ModelConfig
-    acc : str or Accelerator
     tokens : int
         Prompt length in tokens.
+    acc : str or Accelerator
     batch : int
         Prompts prefilled together (they share one read of the weights).
     dtype : str
@@ -92,31 +69,42 @@ def prefill_step(
     mfu : float
         Fraction of the peak FLOP/s reached, in (0, 1]; 1 gives the datasheet bound.
     """
-    return _step(prefill_cost(model, tokens, batch, dtype), acc, dtype, n_gpus, mfu)
+    cost = prefill_cost(model, tokens, batch=batch, dtype=dtype)
+    return breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
 
 
 def prefill_time(
     model: str | ModelConfig,
-    acc: str | Accelerator,
     tokens: int,
+    acc: str | Accelerator,
+    *,
     batch: int = 1,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
 ) -> float:
-    """Seconds (lower bound) to prefill ``batch`` prompts of ``tokens`` tokens; see :func:`prefill_step`."""
-    return prefill_step(model, acc, tokens, batch, dtype, n_gpus, mfu).seconds
+    """Seconds (lower bound) to prefill ``batch`` prompts of ``tokens`` tokens; see :func:`prefill_step`.
+
+    Examples
+    --------
+    >>> round(prefill_time("llama-3-70b", 4096, "H100", n_gpus=8) * 1e3, 1)  # ms
+    73.6
+    """
+    return prefill_step(
+        model, tokens, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    ).seconds
 
 
 def decode_step(
     model: str | ModelConfig,
-    acc: str | Accelerator,
     context: int,
+    acc: str | Accelerator,
+    *,
     batch: int = 1,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
-) -> StepTime:
+) -> TimeBreakdown:
     """Roofline bound of one decode step: ``batch`` sequences with ``context`` cached tokens each emit one token.
 
     Costs from :func:`helpers.llm.decode_cost`: the weights are read once per
@@ -124,163 +112,226 @@ def decode_step(
     Parameters as in :func:`prefill_step`, with ``context`` (tokens already
     cached per sequence, >= 0) in place of ``tokens``.
     """
-    return _step(decode_cost(model, context, batch, dtype), acc, dtype, n_gpus, mfu)
+    cost = decode_cost(model, context, batch=batch, dtype=dtype)
+    return breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
 
 
 def decode_step_time(
     model: str | ModelConfig,
-    acc: str | Accelerator,
     context: int,
+    acc: str | Accelerator,
+    *,
     batch: int = 1,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
 ) -> float:
     """Seconds (lower bound) of one decode step; see :func:`decode_step`."""
-    return decode_step(model, acc, context, batch, dtype, n_gpus, mfu).seconds
+    return decode_step(
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    ).seconds
 
 
-def decode_tokens_per_second(
+def free_kv_bytes(
     model: str | ModelConfig,
     acc: str | Accelerator,
-    context: int,
-    batch: int = 1,
-    dtype: str = "bf16",
+    *,
     n_gpus: int = 1,
-    mfu: float = 1.0,
+    dtype: str = "bf16",
+    reserve: float = RESERVE,
+    holds_weights: bool = True,
 ) -> float:
-    """Upper bound on generated tokens per second: ``batch / decode_step_time``."""
-    return _validate.positive_int("batch", batch) / decode_step_time(model, acc, context, batch, dtype, n_gpus, mfu)
-
-
-def max_decode_batch(
-    model: str | ModelConfig,
-    acc: str | Accelerator,
-    context: int,
-    dtype: str = "bf16",
-    n_gpus: int = 1,
-    reserve: float = 0.1,
-) -> int:
-    """Largest decode batch whose weights and KV caches fit in memory (0 if the weights alone do not).
-
-    Each sequence holds ``context + 1`` tokens of KV cache (its context and
-    the token being generated, :func:`helpers.kvcache.kv_bytes`); the weights
-    are stored once across the ``n_gpus`` devices.
+    """Bytes left for KV caches: ``n_gpus * capacity * (1 - reserve) - weights`` (negative if the weights do not fit).
 
     Parameters
     ----------
     model : str or ModelConfig
     acc : str or Accelerator
-    context : int
-        Tokens cached per sequence (>= 0).
-    dtype : str
-        Storage dtype of weights and KV cache.
     n_gpus : int
         Devices whose memory is pooled (weights and KV sharded across them).
+    dtype : str
+        Storage dtype of the weights.
     reserve : float
-        Fraction of memory in [0, 1) kept free for activations and allocator slack
-        (0.1 matches vLLM's default ``gpu_memory_utilization=0.9``).
+        Fraction of memory in [0, 1) kept free for activations and allocator
+        slack (:data:`RESERVE` by default).
+    holds_weights : bool
+        ``False`` for devices that hold only KV caches (the memory devices of
+        attention offload, :mod:`helpers.offload`).
+    """
+    device = get_accelerator(acc)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    reserve = _validate.fraction_below_one("reserve", reserve)
+    weights = (
+        weight_bytes(model, dtype=dtype)
+        if _validate.boolean("holds_weights", holds_weights)
+        else 0.0
+    )
+    return n_gpus * device.memory_capacity * (1 - reserve) - weights
+
+
+def weights_fit(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    reserve: float = RESERVE,
+) -> bool:
+    """Whether the weights fit in ``n_gpus`` devices' memory less the ``reserve`` (``free_kv_bytes > 0``).
+
+    Fitting the weights is necessary, not sufficient, for serving: a sequence
+    also needs room for its KV cache (:func:`max_decode_batch`).
+    """
+    return free_kv_bytes(model, acc, n_gpus=n_gpus, dtype=dtype, reserve=reserve) > 0
+
+
+def max_decode_batch(
+    model: str | ModelConfig,
+    context: int,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    reserve: float = RESERVE,
+    holds_weights: bool = True,
+) -> int:
+    """Largest decode batch whose KV caches fit beside the weights (0 if none does).
+
+    Each sequence holds ``context + 1`` tokens of KV cache (its context and
+    the token being generated); the weights are stored once across the
+    ``n_gpus`` devices. Options as in :func:`free_kv_bytes`.
 
     Returns
     -------
     int
-        ``floor((n_gpus * capacity * (1 - reserve) - weights) / kv_per_sequence)``, at least 0.
+        ``floor(free_kv_bytes / kv_cache_bytes(context + 1))``, at least 0.
     """
-    device = get_accelerator(acc)
     context = _validate.non_negative_int("context", context)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    reserve = _fraction_below_one("reserve", reserve)
-    free = n_gpus * device.memory_capacity * (1 - reserve) - weight_bytes(model, dtype)
+    free = free_kv_bytes(
+        model,
+        acc,
+        n_gpus=n_gpus,
+        dtype=dtype,
+        reserve=reserve,
+        holds_weights=holds_weights,
+    )
     if free <= 0:
         return 0
-    return int(free // kv_bytes(model, context + 1, dtype))
+    return int(free // kv_cache_bytes(model, context + 1, dtype=dtype))
 
 
 def critical_decode_batch(
     model: str | ModelConfig,
-    acc: str | Accelerator,
     context: int,
+    acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     mfu: float = 1.0,
 ) -> float:
     """Batch at which a decode step's compute time catches up with its memory time (``inf`` if never).
 
-    A decode step's FLOP and bytes are both affine in the batch ``b``
-    (:func:`helpers.llm.decode_cost`): ``F(b) = b f`` and ``M(b) = W + b k``
-    with ``W`` the weight bytes and ``k`` the bytes each sequence adds (its KV
-    cache). The step is compute-bound once ``b f / P >= (W + b k) / B``, i.e.
-    ``b >= (W / B) / (f / P - k / B)``; if ``f / P <= k / B`` (long contexts:
-    attention reads more than it computes) it never is. Splitting over several
-    devices scales both sides equally and leaves this batch unchanged.
+    :func:`helpers.roofline.crossing_batch` of :func:`helpers.llm.decode_cost`:
+    a decode step's FLOP grow as ``b f`` and its bytes as ``W + b k`` (weights
+    ``W`` read once, each sequence's KV cache ``k``), so it is compute-bound
+    once ``b >= r W / (f - r k)`` with ``r = mfu * peak / bandwidth``; if
+    ``f <= r k`` (long contexts: attention reads more than it computes) it
+    never is. Splitting over several devices leaves this batch unchanged.
     """
-    device = get_accelerator(acc)
-    mfu = _validate.fraction("mfu", mfu)
-    one = decode_cost(model, context, 1, dtype)
-    two = decode_cost(model, context, 2, dtype)
-    per_seq_flops = two.flops - one.flops
-    per_seq_bytes = two.bytes - one.bytes
-    shared_bytes = one.bytes - per_seq_bytes
-    gain = per_seq_flops / (device.flops(dtype) * mfu) - per_seq_bytes / device.memory_bandwidth
-    if gain <= 0:
-        return math.inf
-    return (shared_bytes / device.memory_bandwidth) / gain
+    context = _validate.non_negative_int("context", context)
+    return crossing_batch(
+        lambda b: decode_cost(model, context, batch=b, dtype=dtype),
+        acc,
+        dtype=dtype,
+        mfu=mfu,
+    )
 
 
-def recompute_window(
+@dataclass(frozen=True)
+class SloBatch:
+    """The largest decode batch that meets a time-between-tokens (TBT) target.
+
+    Attributes
+    ----------
+    batch : int
+        Sequences per step (0 when even one sequence misses the target or does not fit).
+    step_s : float
+        Seconds per decode step at that batch (at batch 1 when ``batch == 0``).
+    tokens_per_s : float
+        ``batch / step_s``: output tokens per second of the whole deployment.
+    limited_by : {'slo', 'memory', 'max_batch'}
+        What stopped the batch from growing.
+    """
+
+    batch: int
+    step_s: float
+    tokens_per_s: float
+    limited_by: Literal["slo", "memory", "max_batch"]
+
+
+def max_batch_under_slo(
     model: str | ModelConfig,
+    context: int,
     acc: str | Accelerator,
-    link: str | Link,
-    dtype: str = "bf16",
+    *,
+    tbt_s: float,
     n_gpus: int = 1,
-    n_links: int = 1,
+    dtype: str = "bf16",
     mfu: float = 1.0,
-    max_tokens: int = 1 << 20,
-) -> tuple[int, int] | None:
-    """Prefix lengths (first, last; inclusive) for which recomputing a KV cache beats fetching it, or ``None``.
+    overhead: float = 0.0,
+    reserve: float = RESERVE,
+    max_batch: int | None = None,
+) -> SloBatch:
+    """Largest continuous batch whose decode step takes at most ``tbt_s`` seconds.
 
-    Compares :func:`helpers.kvcache.recompute_time` with
-    :func:`helpers.kvcache.transfer_time` (same arguments) for prefixes of 1 to
-    ``max_tokens`` tokens. ``recompute - transfer`` is convex in the prefix
-    length, so recomputing wins on at most one interval: it ends where
-    :func:`helpers.kvcache.breakeven_tokens` says fetching wins for good
-    (``last + 1``), and starts (``first``, found here by bisection) where a
-    lone prefill stops being so short that reading every weight for a handful
-    of tokens makes it slower than the fetch.
-
-    Returns
-    -------
-    (int, int) or None
-        ``None`` when fetching is at least as fast for every length up to ``max_tokens``.
+    The step time is :func:`decode_step_time` plus a fixed ``overhead`` per
+    step; it grows with the batch, so the largest batch is found by
+    bisection. With continuous batching the sequences of a batch have
+    different lengths; ``context`` stands for their mean (the KV bytes read
+    are linear in it). The batch is also capped by :func:`max_decode_batch`
+    (same ``reserve``) and by ``max_batch`` if given.
     """
-    max_tokens = _validate.positive_int("max_tokens", max_tokens)
-    end = breakeven_tokens(model, acc, link, dtype, n_gpus, n_links, mfu, max_tokens)
-    if end == 1:
-        return None
-    last = max_tokens if math.isinf(end) else int(end) - 1
+    tbt_s = _validate.positive("tbt_s", tbt_s)
+    overhead = _validate.non_negative("overhead", overhead)
+    cap = max_decode_batch(
+        model, context, acc, n_gpus=n_gpus, dtype=dtype, reserve=reserve
+    )
+    reason: Literal["slo", "memory", "max_batch"] = "memory"
+    if max_batch is not None:
+        max_batch = _validate.positive_int("max_batch", max_batch)
+        if max_batch < cap:
+            cap, reason = max_batch, "max_batch"
 
-    def recompute_wins(n: int) -> bool:
-        return recompute_time(model, n, acc, dtype, n_gpus, mfu) < transfer_time(model, n, link, dtype, n_links)
+    def step(b: int) -> float:
+        return overhead + decode_step_time(
+            model, context, acc, batch=b, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        )
 
-    if not recompute_wins(last):
-        return None
-    lo, hi = 1, last  # recomputing wins on one interval ending at ``last``: find its first length
-    while lo < hi:
+    if cap == 0:
+        return SloBatch(0, step(1), 0.0, "memory")
+    if step(1) > tbt_s:
+        return SloBatch(0, step(1), 0.0, "slo")
+    if step(cap) <= tbt_s:
+        return SloBatch(cap, step(cap), cap / step(cap), reason)
+    lo, hi = 1, cap  # step(lo) <= tbt < step(hi)
+    while hi - lo > 1:
         mid = (lo + hi) // 2
-        if recompute_wins(mid):
-            hi = mid
+        if step(mid) <= tbt_s:
+            lo = mid
         else:
-            lo = mid + 1
-    return lo, last
+            hi = mid
+    return SloBatch(lo, step(lo), lo / step(lo), "slo")
 
 
 __all__ = [
-    "StepTime",
+    "RESERVE",
+    "SloBatch",
     "critical_decode_batch",
     "decode_step",
     "decode_step_time",
-    "decode_tokens_per_second",
+    "free_kv_bytes",
+    "max_batch_under_slo",
     "max_decode_batch",
     "prefill_step",
     "prefill_time",
-    "recompute_window",
+    "weights_fit",
 ]

@@ -16,56 +16,63 @@ fetch when ``peak FLOP/s / bandwidth < c * d_model`` with
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from . import _validate
-from .hardware import Accelerator, Link, get_accelerator, get_link
-from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, linear_flops_per_token, prefill_cost
-from .roofline import roofline_time
+from .hardware import Accelerator, Link, get_link
+from .inference import prefill_time
+from .llm import (
+    ModelConfig,
+    get_model,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    linear_flops_per_token,
+    prefill_cost,
+)
 
 Verdict = Literal["transfer", "recompute"]
+"""Which way a KV cache should reach the GPU."""
+
+recompute_time = prefill_time
+"""Seconds to recompute the KV cache of a ``tokens``-token prefix: it is prefilling it.
+
+The same function as :func:`helpers.inference.prefill_time`, under the name
+this module's comparisons use: ``recompute_time(model, tokens, acc, *,
+dtype="bf16", n_gpus=1, mfu=1.0)``, the roofline time of
+:func:`helpers.llm.prefill_cost` on ``n_gpus`` devices (work split evenly,
+communication ignored) whose peak FLOP/s are scaled by ``mfu`` (1 = the
+datasheet peak, the most favourable case for recomputing).
+"""
 
 
-def kv_bytes(model: str | ModelConfig, tokens: int, dtype: str = "bf16") -> float:
-    """Bytes of KV cache for ``tokens`` tokens of one sequence."""
-    tokens = _validate.positive_int("tokens", tokens)
-    return tokens * kv_cache_bytes_per_token(model, dtype)
-
-
-def recompute_time(
+def transfer_time(
     model: str | ModelConfig,
     tokens: int,
-    acc: str | Accelerator,
+    link: str | Link,
+    *,
     dtype: str = "bf16",
-    n_gpus: int = 1,
-    mfu: float = 1.0,
+    n_links: int = 1,
 ) -> float:
-    """Seconds to recompute the KV cache of a ``tokens``-token prefix by prefill.
+    """Seconds to fetch the KV cache of ``tokens`` tokens: ``latency + bytes / (n_links * bandwidth)``.
 
-    Roofline time of :func:`helpers.llm.prefill_cost` on ``n_gpus`` devices
-    (work split evenly, communication ignored) whose peak FLOP/s are scaled
-    by ``mfu`` (model FLOP utilisation, in (0, 1]; 1 = the datasheet peak,
-    the most favourable case for recomputing).
+    ``link`` is a catalog :class:`~helpers.hardware.Link`, its name, or a
+    tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
+    ``as_link``).
     """
-    device = get_accelerator(acc)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    mfu = _validate.fraction("mfu", mfu)
-    cost = prefill_cost(model, tokens, dtype=dtype)
-    return roofline_time(cost.flops / (n_gpus * mfu), cost.bytes / n_gpus, device, dtype)
-
-
-def transfer_time(model: str | ModelConfig, tokens: int, link: str | Link, dtype: str = "bf16", n_links: int = 1) -> float:
-    """Seconds to fetch the KV cache of ``tokens`` tokens: ``latency + bytes / (n_links * bandwidth)``."""
-    chosen = get_link(link)
+    chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
     n_links = _validate.positive_int("n_links", n_links)
-    return chosen.latency + kv_bytes(model, tokens, dtype) / (n_links * chosen.bandwidth)
+    return chosen.latency + kv_cache_bytes(model, tokens, dtype=dtype) / (
+        n_links * chosen.bandwidth
+    )
 
 
 def reuse_bandwidth_threshold(
     model: str | ModelConfig,
     prefix_tokens: int,
     compute_flops: float,
+    *,
     dtype: str = "bf16",
     coefficients: tuple[float, float] | None = None,
 ) -> float:
@@ -95,17 +102,56 @@ def reuse_bandwidth_threshold(
     if coefficients is None:
         flops = prefill_cost(m, n, dtype=dtype).flops
     else:
-        try:
-            a, b = coefficients
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"coefficients must be a pair (a, b), got {coefficients!r}") from exc
-        a = _validate.non_negative("coefficients[0] (a)", a)
-        b = _validate.positive("coefficients[1] (b)", b)
-        flops = m.n_layers * (a * n * n * m.d_model + b * n * m.d_model**2)
-    return kv_bytes(m, n, dtype) * compute_flops / flops
+        flops = mooncake_prefill_flops(m, n, coefficients=coefficients)
+    return kv_cache_bytes(m, n, dtype=dtype) * compute_flops / flops
 
 
-def hidden_size_constant(model: str | ModelConfig, dtype: str = "bf16") -> float:
+def mooncake_prefill_flops(
+    model: str | ModelConfig,
+    tokens: int,
+    *,
+    coefficients: tuple[float, float] = (4.0, 22.0),
+) -> float:
+    """Mooncake's (FAST'25, section 2.2) Eq. 1 for a prefill's FLOP: ``l (a n^2 d + b n d^2)``.
+
+    ``l`` layers, ``n`` tokens, width ``d``; the paper gives ``a = 4, b = 22``
+    for LLaMA3-70B. :func:`helpers.llm.prefill_cost` counts the same work from
+    the model's config (causal attention, GQA, the real MLP width), which is
+    what the book uses elsewhere; this form is here to reproduce the paper.
+    """
+    m = get_model(model)
+    n = _validate.positive_int("tokens", tokens)
+    try:
+        a, b = coefficients
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"coefficients must be a pair (a, b), got {coefficients!r}"
+        ) from exc
+    a = _validate.non_negative("coefficients[0] (a)", a)
+    b = _validate.positive("coefficients[1] (b)", b)
+    return m.n_layers * (a * n * n * m.d_model + b * n * m.d_model**2)
+
+
+def mooncake_coefficients(model: str | ModelConfig) -> tuple[float, float]:
+    """The coefficients ``(a, b)`` of Mooncake's Eq. 1 that a model's config implies.
+
+    ``b = linear_flops_per_token / (n_layers * d**2)``: twice the weights of
+    one block in units of ``d**2`` (the paper's 22 for LLaMA3-70B; its config
+    gives 25.5). ``a = 2 * q_dim / d``: a causal kernel computes about
+    ``n**2 / 2`` query-key pairs at ``4 * q_dim`` FLOP each per layer, so
+    ``2 * q_dim * n**2 = a n**2 d`` (the paper's ``a = 4`` charges every query
+    for every key). With these, :func:`mooncake_prefill_flops` approaches
+    :func:`helpers.llm.prefill_cost` without the lm_head as ``n`` grows.
+    """
+    m = get_model(model)
+    a = 2.0 * m.q_dim / m.d_model
+    b = linear_flops_per_token(m) / (m.n_layers * m.d_model**2)
+    return a, b
+
+
+def hidden_size_constant(
+    model: str | ModelConfig, *, dtype: str = "bf16", tokens: int | None = None
+) -> float:
     """The constant ``c`` in the source text's rule *fetch when FLOP/s / bandwidth < c * d_model*.
 
     Producing one token's KV costs (linear layers only, i.e. short prefixes)
@@ -114,11 +160,22 @@ def hidden_size_constant(model: str | ModelConfig, dtype: str = "bf16") -> float
     ``c = linear_flops_per_token / (d_model * kv_bytes_per_token)``.
     For MHA with a 4x MLP in 16-bit, ``c = 24 d^2 / (d * 4 d) = 6``; GQA
     divides the KV bytes by the group size, multiplying ``c`` by it.
-    Attention adds ``4 n d`` FLOP per token, so the true constant grows with
-    the prefix length ``n``.
+
+    With ``tokens`` (a prefix length ``n``) the whole prefill is counted,
+    attention and lm_head included (:func:`helpers.llm.prefill_cost`):
+    ``c(n) = prefill FLOP / (n * kv_bytes_per_token * d_model)``, that is
+    ``c + 2 L q_dim (n + 1) / (d kv) + 2 V / (n kv)`` (attention, then the
+    last token's lm_head). It grows with ``n`` once ``n (n + 1) > V d / (L q_dim)``
+    (from 32 tokens for Llama-2-7B, 40 for Llama-3-70B), because attention
+    adds work per token as the prefix lengthens; for shorter prefixes the
+    lm_head, shared by fewer tokens, makes it fall.
     """
     m = get_model(model)
-    return linear_flops_per_token(m) / (m.d_model * kv_cache_bytes_per_token(m, dtype))
+    per_token = kv_cache_bytes_per_token(m, dtype=dtype)
+    if tokens is None:
+        return linear_flops_per_token(m) / (m.d_model * per_token)
+    flops = prefill_cost(m, tokens, dtype=dtype).flops
+    return flops / (kv_cache_bytes(m, tokens, dtype=dtype) * m.d_model)
 
 
 @dataclass(frozen=True)
@@ -148,29 +205,50 @@ def breakeven(
     tokens: int,
     acc: str | Accelerator,
     link: str | Link,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     n_links: int = 1,
     mfu: float = 1.0,
 ) -> Breakeven:
     """Compare recomputing and fetching the KV cache of a ``tokens``-token prefix."""
-    recompute = recompute_time(model, tokens, acc, dtype, n_gpus, mfu)
-    transfer = transfer_time(model, tokens, link, dtype, n_links)
+    recompute = recompute_time(model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    transfer = transfer_time(model, tokens, link, dtype=dtype, n_links=n_links)
     verdict: Verdict = "transfer" if transfer < recompute else "recompute"
-    threshold = kv_bytes(model, tokens, dtype) / recompute
-    return Breakeven(recompute, transfer, verdict, max(recompute, transfer) / min(recompute, transfer), threshold)
+    threshold = kv_cache_bytes(model, tokens, dtype=dtype) / recompute
+    speedup = max(recompute, transfer) / min(recompute, transfer)
+    return Breakeven(recompute, transfer, verdict, speedup, threshold)
+
+
+def _margin(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    link: str | Link,
+    dtype: str,
+    n_gpus: int,
+    n_links: int,
+    mfu: float,
+) -> Callable[[int], float]:
+    """``n -> recompute_time(n) - transfer_time(n)``: >= 0 where fetching wins."""
+
+    def margin(n: int) -> float:
+        recompute = recompute_time(model, n, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+        return recompute - transfer_time(model, n, link, dtype=dtype, n_links=n_links)
+
+    return margin
 
 
 def breakeven_tokens(
     model: str | ModelConfig,
     acc: str | Accelerator,
     link: str | Link,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     n_links: int = 1,
     mfu: float = 1.0,
     max_tokens: int = 1 << 20,
-) -> float:
+) -> int | float:
     """Shortest prefix (tokens) from which fetching is at least as fast as recomputing, for every longer prefix.
 
     ``recompute - transfer`` is convex in the prefix length (a maximum of a
@@ -178,14 +256,16 @@ def breakeven_tokens(
     recomputing wins form one interval. Fetching can also win for very short
     prefixes, whose recomputation is memory-bound (every weight is read for a
     handful of tokens); those do not count: the result is where fetching wins
-    for good. Returns ``inf`` if it does not win at ``max_tokens``; 1 if it wins
-    at every length.
+    for good.
+
+    Returns
+    -------
+    int or float
+        A token count (an ``int``); ``1`` if fetching wins at every length;
+        ``math.inf`` if it does not win at ``max_tokens``.
     """
     max_tokens = _validate.positive_int("max_tokens", max_tokens)
-
-    def margin(n: int) -> float:  # >= 0: fetching wins at n tokens
-        return recompute_time(model, n, acc, dtype, n_gpus, mfu) - transfer_time(model, n, link, dtype, n_links)
-
+    margin = _margin(model, acc, link, dtype, n_gpus, n_links, mfu)
     if margin(max_tokens) < 0:
         return math.inf
     lo, hi = 1, max_tokens  # ternary search for the minimum of the convex margin
@@ -198,7 +278,8 @@ def breakeven_tokens(
     lowest = min(range(lo, hi + 1), key=margin)
     if margin(lowest) >= 0:
         return 1
-    lo, hi = lowest, max_tokens  # margin(lo) < 0 <= margin(hi); margin rises on [lo, hi]
+    # margin(lowest) < 0 <= margin(max_tokens), and margin rises in between
+    lo, hi = lowest, max_tokens
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if margin(mid) >= 0:
@@ -206,3 +287,57 @@ def breakeven_tokens(
         else:
             lo = mid
     return hi
+
+
+def recompute_window(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    link: str | Link,
+    *,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    n_links: int = 1,
+    mfu: float = 1.0,
+    max_tokens: int = 1 << 20,
+) -> tuple[int, int] | None:
+    """Prefix lengths (first, last; inclusive) for which recomputing a KV cache beats fetching it, or ``None``.
+
+    The interval on which :func:`breakeven` says "recompute", for prefixes of
+    1 to ``max_tokens`` tokens. ``recompute - transfer`` is convex in the
+    prefix length, so recomputing wins on at most one interval: it ends where
+    :func:`breakeven_tokens` says fetching wins for good (``last + 1``), and
+    starts (``first``, found here by bisection) where a lone prefill stops
+    being so short that reading every weight for a handful of tokens makes it
+    slower than the fetch.
+
+    Returns
+    -------
+    (int, int) or None
+        ``None`` when fetching is at least as fast for every length up to ``max_tokens``.
+    """
+    max_tokens = _validate.positive_int("max_tokens", max_tokens)
+    end = breakeven_tokens(
+        model,
+        acc,
+        link,
+        dtype=dtype,
+        n_gpus=n_gpus,
+        n_links=n_links,
+        mfu=mfu,
+        max_tokens=max_tokens,
+    )
+    if end == 1:
+        return None
+    last = max_tokens if math.isinf(end) else int(end) - 1
+    margin = _margin(model, acc, link, dtype, n_gpus, n_links, mfu)
+    if margin(last) >= 0:
+        return None
+    # recomputing wins on one interval ending at ``last``: find its first length
+    lo, hi = 1, last
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if margin(mid) < 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo, last

@@ -38,15 +38,16 @@ import socket
 import statistics
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing import shared_memory
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import _validate
-from .hardware import dtype_bytes
+from .hardware import Link, dtype_bytes
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
 _HOST = "127.0.0.1"
@@ -102,7 +103,9 @@ def free_port(host: str = _HOST) -> int:
         return int(sock.getsockname()[1])
 
 
-def kv_message_bytes(model: str | ModelConfig, tokens: int, batch: int = 1, dtype: str = "bf16") -> tuple[int, ...]:
+def kv_message_bytes(
+    model: str | ModelConfig, tokens: int, *, batch: int = 1, dtype: str = "bf16"
+) -> tuple[int, ...]:
     """Sizes in bytes of the messages that carry a KV cache: keys then values of each layer.
 
     ``2 * n_layers`` messages of ``batch * tokens * n_kv_heads * head_dim * bytes`` each;
@@ -113,7 +116,7 @@ def kv_message_bytes(model: str | ModelConfig, tokens: int, batch: int = 1, dtyp
     batch = _validate.positive_int("batch", batch)
     one = batch * tokens * m.kv_dim * dtype_bytes(dtype)
     sizes = (one,) * (2 * m.n_layers)
-    assert sum(sizes) == batch * tokens * kv_cache_bytes_per_token(m, dtype)
+    assert sum(sizes) == batch * tokens * kv_cache_bytes_per_token(m, dtype=dtype)
     return sizes
 
 
@@ -125,7 +128,11 @@ def _summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(samples), spread
 
 
-def _run_children(targets: Sequence[tuple[Callable[..., None], tuple]], timeout: float, on_parent: Callable[[Any], Any] | None = None) -> list[Any]:
+def _run_children(
+    targets: Sequence[tuple[Callable[..., None], tuple]],
+    timeout: float,
+    on_parent: Callable[[Any], Any] | None = None,
+) -> list[Any]:
     """Start one spawned process per ``(function, args)``, each given a result queue as last argument.
 
     Waits for one message per child within ``timeout`` seconds (``on_parent``, if given,
@@ -134,7 +141,10 @@ def _run_children(targets: Sequence[tuple[Callable[..., None], tuple]], timeout:
     """
     ctx = mp.get_context("spawn")
     results: Any = ctx.Queue()
-    children = [ctx.Process(target=fn, args=(*args, results), daemon=True) for fn, args in targets]
+    children = [
+        ctx.Process(target=fn, args=(*args, results), daemon=True)
+        for fn, args in targets
+    ]
     deadline = time.monotonic() + timeout
     try:
         for child in children:
@@ -144,13 +154,17 @@ def _run_children(targets: Sequence[tuple[Callable[..., None], tuple]], timeout:
         while len(messages) < len(children):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"transfer workers did not finish within timeout={timeout} s")
+                raise TimeoutError(
+                    f"transfer workers did not finish within timeout={timeout} s"
+                )
             try:
                 rank, ok, payload = results.get(timeout=min(remaining, 0.5))
             except queue.Empty:
                 dead = [c for c in children if c.exitcode not in (None, 0)]
                 if dead:
-                    raise RuntimeError(f"a transfer worker died with exit code {dead[0].exitcode}") from None
+                    raise RuntimeError(
+                        f"a transfer worker died with exit code {dead[0].exitcode}"
+                    ) from None
                 continue
             if not ok:
                 raise RuntimeError(f"transfer worker {rank} failed:\n{payload}")
@@ -194,11 +208,19 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
         dist.init_process_group(
-            backend, init_method=f"tcp://{_HOST}:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=spec["timeout"])
+            backend,
+            init_method=f"tcp://{_HOST}:{port}",
+            rank=rank,
+            world_size=2,
+            timeout=timedelta(seconds=spec["timeout"]),
         )
         m = spec["config"]
         dtype = torch_dtype(spec["dtype"])
-        model = TinyGPT(m, dtype=spec["dtype"], device=dev, seed=spec["seed"]) if spec["prefill"] else None
+        model = (
+            TinyGPT(m, dtype=spec["dtype"], device=dev, seed=spec["seed"])
+            if spec["prefill"]
+            else None
+        )
 
         def make_cache(tokens: int, prompt: Any) -> list:
             if model is not None:
@@ -206,18 +228,29 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
             else:
                 generator = torch.Generator().manual_seed(spec["seed"] + tokens)
                 shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
-                cache = [tuple(torch.randn(shape, generator=generator).to(dev, dtype) for _ in range(2)) for _ in range(m.n_layers)]
+                cache = [
+                    tuple(
+                        torch.randn(shape, generator=generator).to(dev, dtype)
+                        for _ in range(2)
+                    )
+                    for _ in range(m.n_layers)
+                ]
             return [t.contiguous() for pair in cache for t in pair]
 
         out = []
         for tokens in spec["tokens"]:
             generator = torch.Generator().manual_seed(spec["seed"] + tokens)
-            prompt = torch.randint(0, m.vocab_size, (spec["batch"], tokens), generator=generator)
+            prompt = torch.randint(
+                0, m.vocab_size, (spec["batch"], tokens), generator=generator
+            )
             if rank == 0:
                 tensors = make_cache(tokens, prompt)
             else:
                 shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
-                tensors = [torch.empty(shape, dtype=dtype, device=dev) for _ in range(2 * m.n_layers)]
+                tensors = [
+                    torch.empty(shape, dtype=dtype, device=dev)
+                    for _ in range(2 * m.n_layers)
+                ]
             samples = []
             go = torch.zeros(1, device=dev)
             dist.barrier()  # both workers hold their tensors before the first "go"
@@ -241,21 +274,42 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
                     samples.append(time.perf_counter() - start)
             if rank == 1:
                 expected = make_cache(tokens, prompt)
-                verified = all(torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3) for a, b in zip(tensors, expected))
+                verified = all(
+                    torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3)
+                    for a, b in zip(tensors, expected)
+                )
                 if model is not None:
-                    received = [(tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)]
-                    logits, _ = model.decode_step(torch.zeros(spec["batch"], dtype=torch.long), received)
+                    received = [
+                        (tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)
+                    ]
+                    logits, _ = model.decode_step(
+                        torch.zeros(spec["batch"], dtype=torch.long), received
+                    )
                     verified = verified and bool(torch.isfinite(logits).all())
                 nbytes = sum(t.numel() * t.element_size() for t in tensors)
                 median, spread = _summary(samples)
                 name = device_name(dev)
                 if dev.type == "cuda":
                     name = f"{device_name(torch.device('cuda:0'))} -> {name}"
-                out.append(TransferResult(backend, nbytes, len(tensors), median, spread, len(samples), name, verified, tokens))
+                out.append(
+                    TransferResult(
+                        backend,
+                        nbytes,
+                        len(tensors),
+                        median,
+                        spread,
+                        len(samples),
+                        name,
+                        verified,
+                        tokens,
+                    )
+                )
         dist.barrier()
         dist.destroy_process_group()
         results.put((rank, True, out))
-    except BaseException:  # report any failure to the parent, which kills the other worker
+    except (
+        BaseException
+    ):  # report any failure to the parent, which kills the other worker
         results.put((rank, False, traceback.format_exc()))
 
 
@@ -263,7 +317,11 @@ def default_backend() -> str:
     """``"nccl"`` when two CUDA GPUs are visible, else ``"gloo"`` (CPU tensors)."""
     import torch
 
-    return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else "gloo"
+    return (
+        "nccl"
+        if torch.cuda.is_available() and torch.cuda.device_count() >= 2
+        else "gloo"
+    )
 
 
 def distributed_kv_transfer(
@@ -315,7 +373,10 @@ def distributed_kv_transfer(
     if not sizes:
         raise ValueError("tokens must name at least one prompt length")
     sizes = tuple(_validate.positive_int("tokens", t) for t in sizes)
-    if backend is not None and _validate.name("backend", backend) not in ("gloo", "nccl"):
+    if backend is not None and _validate.name("backend", backend) not in (
+        "gloo",
+        "nccl",
+    ):
         raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
     spec = {
         "config": config,
@@ -329,16 +390,22 @@ def distributed_kv_transfer(
         "prefill": bool(prefill),
     }
     dtype_bytes(dtype)
-    chosen = default_backend() if backend is None else _validate.name("backend", backend)
+    chosen = (
+        default_backend() if backend is None else _validate.name("backend", backend)
+    )
     port = free_port()
-    worker_results = _run_children([(_kv_worker, (rank, port, chosen, spec)) for rank in (0, 1)], spec["timeout"])
+    worker_results = _run_children(
+        [(_kv_worker, (rank, port, chosen, spec)) for rank in (0, 1)], spec["timeout"]
+    )
     return tuple(worker_results[1])
 
 
 # --- reference paths: a plain socket, shared memory --------------------------
 
 
-def _socket_sender(port: int, sizes: tuple[int, ...], rounds: int, seed: int, results: Any) -> None:
+def _socket_sender(
+    port: int, sizes: tuple[int, ...], rounds: int, seed: int, results: Any
+) -> None:
     try:
         payload = _pattern(sum(sizes), seed)
         views, offset = [], 0
@@ -366,7 +433,13 @@ def _recv_exactly(sock: socket.socket, buffer: memoryview) -> None:
         got += n
 
 
-def socket_transfer(message_bytes: Sequence[int], repeats: int = 5, warmup: int = 1, timeout: float = 60.0, seed: int = 0) -> TransferResult:
+def socket_transfer(
+    message_bytes: Sequence[int],
+    repeats: int = 5,
+    warmup: int = 1,
+    timeout: float = 60.0,
+    seed: int = 0,
+) -> TransferResult:
     """Send ``message_bytes`` (one ``sendall`` each) from a child process over TCP on 127.0.0.1; time it.
 
     This process receives into a preallocated buffer and times each round from its
@@ -403,14 +476,20 @@ def socket_transfer(message_bytes: Sequence[int], repeats: int = 5, warmup: int 
             return samples, bool(np.array_equal(buffer, _pattern(total, seed)))
 
     try:
-        _, (samples, verified) = _run_children([(_socket_sender, (port, sizes, warmup + repeats, seed))], timeout, receive)
+        _, (samples, verified) = _run_children(
+            [(_socket_sender, (port, sizes, warmup + repeats, seed))], timeout, receive
+        )
     finally:
         server.close()
     median, spread = _summary(samples)
-    return TransferResult("socket", total, len(sizes), median, spread, repeats, _cpu_label(), verified)
+    return TransferResult(
+        "socket", total, len(sizes), median, spread, repeats, _cpu_label(), verified
+    )
 
 
-def _shm_writer(name: str, sizes: tuple[int, ...], conn: Any, seed: int, results: Any) -> None:
+def _shm_writer(
+    name: str, sizes: tuple[int, ...], conn: Any, seed: int, results: Any
+) -> None:
     try:
         block = shared_memory.SharedMemory(name=name)
         try:
@@ -419,7 +498,9 @@ def _shm_writer(name: str, sizes: tuple[int, ...], conn: Any, seed: int, results
             while conn.recv() == "go":
                 offset = 0
                 for size in sizes:
-                    np.copyto(target[offset : offset + size], source[offset : offset + size])
+                    np.copyto(
+                        target[offset : offset + size], source[offset : offset + size]
+                    )
                     offset += size
                 conn.send("done")
             del target
@@ -430,7 +511,13 @@ def _shm_writer(name: str, sizes: tuple[int, ...], conn: Any, seed: int, results
         results.put((0, False, traceback.format_exc()))
 
 
-def shared_memory_transfer(message_bytes: Sequence[int], repeats: int = 5, warmup: int = 1, timeout: float = 60.0, seed: int = 0) -> TransferResult:
+def shared_memory_transfer(
+    message_bytes: Sequence[int],
+    repeats: int = 5,
+    warmup: int = 1,
+    timeout: float = 60.0,
+    seed: int = 0,
+) -> TransferResult:
     """Move ``message_bytes`` from a child process to this one through ``multiprocessing.shared_memory``.
 
     Each round: this process says "go" over a pipe, the child copies every message into
@@ -457,7 +544,9 @@ def shared_memory_transfer(message_bytes: Sequence[int], repeats: int = 5, warmu
                 start = time.perf_counter()
                 mine.send("go")
                 if not mine.poll(max(0.1, deadline - time.monotonic())):
-                    raise TimeoutError(f"shared-memory writer did not answer within timeout={timeout} s")
+                    raise TimeoutError(
+                        f"shared-memory writer did not answer within timeout={timeout} s"
+                    )
                 mine.recv()
                 np.copyto(out, shared)
                 if i >= warmup:
@@ -468,14 +557,100 @@ def shared_memory_transfer(message_bytes: Sequence[int], repeats: int = 5, warmu
             del shared
 
     try:
-        _, (samples, verified) = _run_children([(_shm_writer, (block.name, sizes, theirs, seed))], timeout, read)
+        _, (samples, verified) = _run_children(
+            [(_shm_writer, (block.name, sizes, theirs, seed))], timeout, read
+        )
     finally:
         mine.close()
         theirs.close()
         block.close()
         block.unlink()
     median, spread = _summary(samples)
-    return TransferResult("shared_memory", total, len(sizes), median, spread, repeats, _cpu_label(), verified)
+    return TransferResult(
+        "shared_memory",
+        total,
+        len(sizes),
+        median,
+        spread,
+        repeats,
+        _cpu_label(),
+        verified,
+    )
+
+
+def fit_link(
+    name: str,
+    nbytes: Sequence[float],
+    seconds: Sequence[float],
+    *,
+    source: str = "measured",
+) -> Link:
+    """A :class:`~helpers.hardware.Link` through the smallest and the largest of paired measurements.
+
+    ``seconds[i]`` is the measured time to move ``nbytes[i]`` bytes. The
+    bandwidth is the slope between the smallest and the largest transfer,
+    ``(b1 - b0) / (t1 - t0)``, and the latency what is left of the smallest
+    one, ``max(t0 - b0 / bandwidth, 0)``; if the largest was not the slower
+    (no slope to read), the bandwidth is ``b1 / t1`` and the latency 0. The
+    link then predicts ``latency + bytes / bandwidth`` for every other size
+    (:func:`helpers.kvcache.transfer_time`), which is how a lab checks the
+    points in between.
+    """
+    b = np.asarray(nbytes, dtype=float)
+    t = np.asarray(seconds, dtype=float)
+    if b.ndim != 1 or b.shape != t.shape or b.size == 0:
+        raise ValueError(
+            f"nbytes and seconds must be equally long, non-empty sequences, got {b.shape} and {t.shape}"
+        )
+    if (
+        np.any(~np.isfinite(b))
+        or np.any(b <= 0)
+        or np.any(~np.isfinite(t))
+        or np.any(t <= 0)
+    ):
+        raise ValueError("nbytes and seconds must be finite and > 0")
+    lo, hi = int(np.argmin(b)), int(np.argmax(b))
+    (b0, t0), (b1, t1) = (b[lo], t[lo]), (b[hi], t[hi])
+    if b1 > b0 and t1 > t0:
+        bandwidth = (b1 - b0) / (t1 - t0)
+        latency = max(t0 - b0 / bandwidth, 0.0)
+    else:
+        bandwidth, latency = b1 / t1, 0.0
+    return Link(name, float(bandwidth), float(latency), source)
+
+
+def measured_breakeven(
+    lengths: Sequence[int], transfer_s: Sequence[float], recompute_s: Sequence[float]
+) -> int | None:
+    """Shortest measured prompt length from which moving a KV cache beat recomputing it at every longer length.
+
+    ``lengths`` in increasing order, with the measured seconds to move the
+    cache (``transfer_s``) and to recompute it (``recompute_s``) at each.
+    Returns ``lengths[i]`` for the smallest ``i`` such that transfer was
+    faster at ``i`` and every later length, or ``None`` if it was not faster
+    at the longest length.
+    """
+    n = np.asarray(lengths)
+    moved, recomputed = (
+        np.asarray(transfer_s, dtype=float),
+        np.asarray(recompute_s, dtype=float),
+    )
+    if (
+        n.ndim != 1
+        or n.size == 0
+        or moved.shape != n.shape
+        or recomputed.shape != n.shape
+    ):
+        raise ValueError(
+            "lengths, transfer_s and recompute_s must be equally long, non-empty sequences"
+        )
+    if np.any(np.diff(n) <= 0):
+        raise ValueError("lengths must be strictly increasing")
+    wins = moved < recomputed
+    for i in range(len(n)):
+        if wins[i:].all():
+            return int(n[i])
+    return None
 
 
 def _cpu_label() -> str:

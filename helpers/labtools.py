@@ -4,13 +4,13 @@ The labs predict a time with the book's models (:mod:`helpers.roofline`,
 :mod:`helpers.batching`, :mod:`helpers.convnets`), measure it with
 :mod:`helpers.bench`, and compare. This module holds what they share:
 
-* :func:`catalog_accelerator` -- the datasheet entry of the GPU torch reports
-  (``"Tesla T4"`` -> ``T4``), or ``None`` (a CPU, or a GPU not in the catalog);
 * :func:`rate_bounds` -- FLOP/s and bytes/s no honest measurement on a device can exceed;
 * :func:`measured_ceilings` -- the best of a few :func:`helpers.bench.measured_accelerator` calls;
 * :func:`timed_sweep`, :func:`timed_sweep_past_knee` -- time one callable per sweep value with a
   progress bar, stopping cleanly when a GPU runs out of memory (and, for batch sweeps, extending
   the sweep until its knee lies inside);
+* :func:`measure_sweep` -- any :mod:`helpers.bench` measurement per sweep value, stopping cleanly
+  at the first value that runs out of GPU memory (Lab 1's matmul and copy sweeps);
 * :func:`largest_that_fits` -- the first size in a list that does not run out of memory;
 * :class:`Comparison` -- predicted against measured with relative errors, as a Markdown table;
 * :func:`batch_sweep_sizes`, :func:`make_linear`, :func:`make_mlp`, :func:`batch_caller` -- Lab 2's
@@ -21,62 +21,20 @@ Torch is imported lazily, as in :mod:`helpers.bench`. Units: seconds, FLOP/s, by
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import _validate
-from .hardware import Accelerator, get_accelerator
-
-# (pattern on the lower-cased torch device name, catalog name). Order matters: "h200" before "h20".
-_CATALOG_PATTERNS: tuple[tuple[str, str | None], ...] = (
-    (r"h100.*(pcie|nvl)", None),  # the catalog holds the SXM part only; a PCIe H100 has other ceilings
-    (r"h200", "H200 SXM"),
-    (r"h100", "H100 SXM"),
-    (r"h800", "H800 SXM"),
-    (r"\bh20\b", "H20"),
-    (r"a100.*40\s*gb", "A100 SXM4 40GB"),
-    (r"a100", "A100 SXM4 80GB"),
-    (r"a800", "A800 SXM4 80GB"),
-    (r"v100", "V100 SXM2"),
-    (r"a10g", "A10G"),
-    (r"\bl4\b", "L4"),
-    (r"\bt4\b", "T4"),
-    (r"rtx 4090", "RTX 4090"),
-)
+from .hardware import Accelerator, from_device_name
 
 
-def catalog_accelerator(device_name: str) -> Accelerator | None:
-    """The catalog entry (:mod:`helpers.hardware`) for a device name as torch reports it, or ``None``.
-
-    ``torch.cuda.get_device_name()`` spells names its own way (``"Tesla T4"``,
-    ``"NVIDIA A100-SXM4-80GB"``, ``"NVIDIA H100 80GB HBM3"``); this maps them
-    onto the catalog. A CPU (``helpers.bench.device_name`` starts with
-    ``"CPU"``), an unknown GPU, or a variant whose ceilings differ from the
-    catalog's part (an H100 PCIe) gives ``None``: there is no datasheet
-    roofline to compare with.
-
-    Parameters
-    ----------
-    device_name : str
-        The device's name, e.g. from :func:`helpers.bench.device_name`.
-
-    Returns
-    -------
-    Accelerator or None
-    """
-    key = _validate.name("device_name", device_name)
-    if key.startswith("cpu"):
-        return None
-    for pattern, name in _CATALOG_PATTERNS:
-        if re.search(pattern, key):
-            return None if name is None else get_accelerator(name)
-    return None
-
-
-def relative_error(predicted: float | Sequence[float] | np.ndarray, measured: float | Sequence[float] | np.ndarray) -> np.ndarray:
+def relative_error(
+    predicted: float | Sequence[float] | np.ndarray,
+    measured: float | Sequence[float] | np.ndarray,
+) -> np.ndarray:
     """Signed relative error of a prediction: ``(predicted - measured) / measured``.
 
     Positive: the model predicted more than was measured (e.g. a slower time).
@@ -85,7 +43,9 @@ def relative_error(predicted: float | Sequence[float] | np.ndarray, measured: fl
     p = _validate.positive_array("predicted", predicted)
     m = _validate.positive_array("measured", measured)
     if p.shape != m.shape:
-        raise ValueError(f"predicted and measured must have the same shape, got {p.shape} and {m.shape}")
+        raise ValueError(
+            f"predicted and measured must have the same shape, got {p.shape} and {m.shape}"
+        )
     return (p - m) / m
 
 
@@ -115,7 +75,9 @@ class Comparison:
         labels = tuple(str(label) for label in self.labels)
         errors = relative_error(self.predicted, self.measured)
         if errors.ndim != 1 or len(labels) != errors.size:
-            raise ValueError(f"labels must have one entry per value ({errors.size}), got {len(labels)}")
+            raise ValueError(
+                f"labels must have one entry per value ({errors.size}), got {len(labels)}"
+            )
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "predicted", np.asarray(self.predicted, dtype=float))
         object.__setattr__(self, "measured", np.asarray(self.measured, dtype=float))
@@ -135,7 +97,9 @@ class Comparison:
         """Largest ``|relative error|`` over the rows."""
         return float(np.max(np.abs(self.relative_error)))
 
-    def markdown(self, scale: float = 1.0, scaled_unit: str | None = None, digits: int = 3) -> str:
+    def markdown(
+        self, scale: float = 1.0, scaled_unit: str | None = None, digits: int = 3
+    ) -> str:
         """The comparison as a Markdown table: label, predicted, measured, relative error.
 
         Values are divided by ``scale`` and shown in ``scaled_unit`` (e.g.
@@ -147,7 +111,9 @@ class Comparison:
         head = f"| | predicted ({unit}) | measured ({unit}) | relative error |\n|---|---:|---:|---:|\n"
         rows = [
             f"| {label} | {p / scale:.{digits}g} | {m / scale:.{digits}g} | {e:+.0%} |"
-            for label, p, m, e in zip(self.labels, self.predicted, self.measured, self.relative_error)
+            for label, p, m, e in zip(
+                self.labels, self.predicted, self.measured, self.relative_error
+            )
         ]
         foot = (
             f"\n\nMeasured on {self.device}. Median |error| {self.median_abs_error:.0%}, "
@@ -232,8 +198,12 @@ def timed_sweep(
     done, medians, spreads, stopped, device = [], [], [], None, None
     for value in tqdm(values, desc=desc, disable=not progress, leave=False):
         try:
-            timing = bench.time_fn(make_call(value), warmup=warmup, repeats=repeats, dev=dev)
-        except Exception as exc:  # only out-of-memory is expected; anything else propagates
+            timing = bench.time_fn(
+                make_call(value), warmup=warmup, repeats=repeats, dev=dev
+            )
+        except (
+            Exception
+        ) as exc:  # only out-of-memory is expected; anything else propagates
             if not _is_out_of_memory(exc):
                 raise
             _free_gpu_memory()
@@ -244,11 +214,100 @@ def timed_sweep(
         spreads.append(timing.spread)
         device = timing.device
     if not done:
-        raise RuntimeError(f"the first sweep value {values[0]!r} already ran out of GPU memory")
-    return TimedSweep(np.asarray(done), np.asarray(medians), np.asarray(spreads), str(device), stopped)
+        raise RuntimeError(
+            f"the first sweep value {values[0]!r} already ran out of GPU memory"
+        )
+    return TimedSweep(
+        np.asarray(done), np.asarray(medians), np.asarray(spreads), str(device), stopped
+    )
 
 
-def largest_that_fits(sizes: Sequence[Any], run: Callable[[Any], Any]) -> tuple[Any, Any]:
+class MeasuredSweep(Mapping):
+    """One measurement per sweep value (``value -> result``, in order), and where the sweep stopped.
+
+    A read-only mapping, so ``sweep[value]``, ``sorted(sweep)``, ``sweep.items()``
+    and ``max(sweep)`` work as on a dict.
+
+    Attributes
+    ----------
+    stopped_at : object or None
+        The first value that ran out of GPU memory (the sweep stopped there), else ``None``.
+    """
+
+    def __init__(self, results: Mapping[Any, Any], stopped_at: Any = None) -> None:
+        self._results = dict(results)
+        self.stopped_at = stopped_at
+
+    def __getitem__(self, value: Any) -> Any:
+        return self._results[value]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __repr__(self) -> str:
+        return f"MeasuredSweep({self._results!r}, stopped_at={self.stopped_at!r})"
+
+
+def measure_sweep(
+    values: Sequence[Any],
+    measure: Callable[[Any], Any],
+    *,
+    desc: str = "sweep",
+    progress: bool = True,
+) -> MeasuredSweep:
+    """``measure(value)`` for each value in order, stopping cleanly when a GPU runs out of memory.
+
+    ``measure`` is any measurement of one sweep value, typically a
+    :mod:`helpers.bench` function (``lambda n: bench.measure_matmul_flops("fp16", n=n)``,
+    ``lambda nbytes: bench.measure_memory_bandwidth(nbytes)``), whose result
+    (a :class:`helpers.bench.Measurement`) keeps the rate, the work and the
+    timing. Values are meant in increasing size: a
+    ``torch.cuda.OutOfMemoryError`` frees the cache and ends the sweep, the
+    results so far are kept and ``stopped_at`` names the value that did not
+    fit. Any other error propagates. A tqdm progress bar shows the sweep
+    (``progress=False`` hides it). Where :func:`timed_sweep` times a call,
+    this keeps whatever the measurement returns.
+
+    Raises
+    ------
+    RuntimeError
+        If already the first value runs out of GPU memory.
+    """
+    values = list(values)
+    if not values:
+        raise ValueError("values must not be empty")
+    if not callable(measure):
+        raise TypeError("measure must be callable")
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, got {progress!r}")
+    from tqdm.auto import tqdm
+
+    results: dict[Any, Any] = {}
+    stopped = None
+    for value in tqdm(values, desc=desc, disable=not progress, leave=False):
+        try:
+            results[value] = measure(value)
+        except (
+            Exception
+        ) as exc:  # only out-of-memory is expected; anything else propagates
+            if not _is_out_of_memory(exc):
+                raise
+            _free_gpu_memory()
+            stopped = value
+            break
+    if not results:
+        raise RuntimeError(
+            f"the first sweep value {values[0]!r} already ran out of GPU memory"
+        )
+    return MeasuredSweep(results, stopped)
+
+
+def largest_that_fits(
+    sizes: Sequence[Any], run: Callable[[Any], Any]
+) -> tuple[Any, Any]:
     """Try ``run(size)`` for each size in order (largest first) until one fits in GPU memory.
 
     Returns ``(size, run(size))`` for the first size that does not raise
@@ -309,7 +368,9 @@ def batch_sweep_sizes(on_gpu: bool) -> BatchSweepSizes:
     if not isinstance(on_gpu, bool):
         raise TypeError(f"on_gpu must be True or False, got {on_gpu!r}")
     if on_gpu:
-        return BatchSweepSizes("fp16", tuple(2**i for i in range(14)), 256, 8192, 8192, 32768)
+        return BatchSweepSizes(
+            "fp16", tuple(2**i for i in range(14)), 256, 8192, 8192, 32768
+        )
     return BatchSweepSizes("fp32", tuple(2**i for i in range(10)), 64, 8192, 2048, 8192)
 
 
@@ -325,7 +386,9 @@ def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
     d_in = _validate.positive_int("d_in", d_in)
     d_out = _validate.positive_int("d_out", d_out)
     dev = bench.device() if dev is None else torch.device(dev)
-    layer = torch.nn.Linear(d_in, d_out, bias=False, device=dev, dtype=bench.torch_dtype(dtype))
+    layer = torch.nn.Linear(
+        d_in, d_out, bias=False, device=dev, dtype=bench.torch_dtype(dtype)
+    )
     return layer.requires_grad_(False)
 
 
@@ -340,10 +403,14 @@ def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
 
     up = make_linear(d_model, d_ff, dtype, dev)
     down = make_linear(d_ff, d_model, dtype, dev)
-    return torch.nn.Sequential(up, torch.nn.ReLU(inplace=True), down).requires_grad_(False)
+    return torch.nn.Sequential(up, torch.nn.ReLU(inplace=True), down).requires_grad_(
+        False
+    )
 
 
-def batch_caller(module: Any, d_in: int, dtype: str, dev: Any = None) -> Callable[[int], Callable[[], Any]]:
+def batch_caller(
+    module: Any, d_in: int, dtype: str, dev: Any = None
+) -> Callable[[int], Callable[[], Any]]:
     """For :func:`timed_sweep`: ``batch -> (lambda: module(x))`` with a random ``x`` of ``batch x d_in``."""
     import torch
 
@@ -356,13 +423,20 @@ def batch_caller(module: Any, d_in: int, dtype: str, dev: Any = None) -> Callabl
     dev = bench.device() if dev is None else torch.device(dev)
 
     def make(batch: int) -> Callable[[], Any]:
-        x = torch.randn(_validate.positive_int("batch", batch), d_in, device=dev, dtype=tdtype)
+        x = torch.randn(
+            _validate.positive_int("batch", batch), d_in, device=dev, dtype=tdtype
+        )
         return lambda: module(x)
 
     return make
 
 
-def measured_ceilings(dtypes: Sequence[str] | None = None, dev: Any = None, tries: int = 3, quick: bool = False) -> Accelerator:
+def measured_ceilings(
+    dtypes: Sequence[str] | None = None,
+    dev: Any = None,
+    tries: int = 3,
+    quick: bool = False,
+) -> Accelerator:
     """The best of ``tries`` calls of :func:`helpers.bench.measured_accelerator`: per-dtype peak and bandwidth maxima.
 
     On a shared machine a single measurement can land on a moment when other
@@ -373,7 +447,12 @@ def measured_ceilings(dtypes: Sequence[str] | None = None, dev: Any = None, trie
     from . import bench
 
     tries = _validate.positive_int("tries", tries)
-    runs = [bench.measured_accelerator(None if dtypes is None else tuple(dtypes), dev=dev, quick=quick) for _ in range(tries)]
+    runs = [
+        bench.measured_accelerator(
+            None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
+        )
+        for _ in range(tries)
+    ]
     best = runs[0]
     peaks = {d: max(r.flops(d) for r in runs) for d in best.peak_flops}
     return Accelerator(
@@ -407,24 +486,34 @@ def timed_sweep_past_knee(
     sweep = timed_sweep(values, make_call, **kwargs)
     while (
         sweep.stopped_at is None
-        and measured_knee(sweep.values, sweep.seconds, fraction) == sweep.values[-1]
+        and measured_knee(sweep.values, sweep.seconds, fraction=fraction)
+        == sweep.values[-1]
         and 2 * int(sweep.values[-1]) <= max_value
     ):
-        more = timed_sweep([2 * int(sweep.values[-1])], make_call, **{**kwargs, "progress": False})
+        more = timed_sweep(
+            [2 * int(sweep.values[-1])], make_call, **{**kwargs, "progress": False}
+        )
         if more.stopped_at is not None:
-            sweep = TimedSweep(sweep.values, sweep.seconds, sweep.spread, sweep.device, more.stopped_at)
+            sweep = TimedSweep(
+                sweep.values, sweep.seconds, sweep.spread, sweep.device, more.stopped_at
+            )
             break
         sweep = TimedSweep(
-            np.append(sweep.values, more.values), np.append(sweep.seconds, more.seconds),
-            np.append(sweep.spread, more.spread), sweep.device, None,
+            np.append(sweep.values, more.values),
+            np.append(sweep.seconds, more.seconds),
+            np.append(sweep.spread, more.spread),
+            sweep.device,
+            None,
         )
     return sweep
 
 
-def rate_bounds(device_name: str, dtype: str, threads: int = 1, slack: float = 1.05) -> tuple[float, float]:
+def rate_bounds(
+    device_name: str, dtype: str, threads: int = 1, slack: float = 1.05
+) -> tuple[float, float]:
     """Upper bounds ``(FLOP/s, bytes/s)`` that no honest measurement on the named device can exceed.
 
-    A catalogued GPU (:func:`catalog_accelerator`): ``slack`` times its
+    A catalogued GPU (:func:`helpers.hardware.from_device_name`): ``slack`` times its
     datasheet peak for ``dtype`` (no bound on FLOP/s if the datasheet lacks the
     dtype) and ``slack`` times its bandwidth; the default 5 % allows for boost
     clocks. Any other GPU: 10 PFLOP/s and 20 TB/s, beyond every accelerator
@@ -437,8 +526,105 @@ def rate_bounds(device_name: str, dtype: str, threads: int = 1, slack: float = 1
     slack = _validate.positive("slack", slack)
     if key.startswith("cpu"):
         return threads * 6e9 * 2048.0, 2e12
-    datasheet = catalog_accelerator(device_name)
+    datasheet = from_device_name(device_name)
     if datasheet is None:
         return 1e16, 2e13
-    flops = slack * datasheet.peak_flops[dtype] if dtype in datasheet.peak_flops else float("inf")
+    flops = (
+        slack * datasheet.peak_flops[dtype]
+        if dtype in datasheet.peak_flops
+        else float("inf")
+    )
     return flops, slack * datasheet.memory_bandwidth
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Which sizes of a sweep fit the time budget, from a rate probed at a small size.
+
+    Attributes
+    ----------
+    rate : float
+        The probed rate (e.g. FLOP/s of a small matmul) the prediction uses.
+    kept : tuple
+        Sizes to measure, in increasing order.
+    skipped : tuple
+        Larger sizes left out because the budget would not cover them.
+    predicted_s : dict
+        Predicted seconds to measure each size (kept and skipped).
+    """
+
+    rate: float
+    kept: tuple
+    skipped: tuple
+    predicted_s: Mapping[Any, float]
+
+    def describe(self, what: str, unit: str = "FLOP/s") -> str:
+        """One sentence for the lab's output: the probed rate, what is swept, what is skipped and why."""
+        from .formatting import format_si
+
+        sentence = f"{what}: probed at {format_si(self.rate, unit)}; sweeping {list(self.kept)}"
+        if self.skipped:
+            more = sum(self.predicted_s[s] for s in self.skipped)
+            sentence += (
+                f", skipping {list(self.skipped)} (they would take about "
+                f"{format_si(more, 's')} more at this rate)"
+            )
+        return sentence + "."
+
+
+def plan_sweep(
+    sizes: Sequence[Any],
+    work_of: Callable[[Any], float],
+    rate: float,
+    *,
+    budget_s: float,
+    calls: int = 8,
+    minimum: int = 2,
+) -> SweepPlan:
+    """Keep the sizes of a sweep, smallest first, while their predicted time fits ``budget_s``.
+
+    A lab probes how fast this device runs an operation at a small size
+    (``rate``, e.g. FLOP/s of a 128 x 128 matmul in one dtype) before it
+    sweeps: a dtype the hardware only emulates (bf16 on a CPU without bf16
+    units runs some 50 times slower than fp32) would otherwise take the lab's
+    whole time. Measuring size ``s`` costs ``calls * work_of(s) / rate``
+    seconds (warm-up and timed repeats); sizes are kept in order while the
+    running total stays within ``budget_s``, and at least ``minimum`` are
+    kept so the sweep still shows a trend. The small-size rate underestimates
+    the rate of large sizes on fast hardware, so the plan errs on the short side.
+
+    Parameters
+    ----------
+    sizes : sequence
+        Sweep values in increasing order of work.
+    work_of : callable
+        ``size -> work`` in the rate's unit times seconds (FLOP for FLOP/s, bytes for bytes/s).
+    rate : float
+        Probed rate (> 0).
+    budget_s : float
+        Seconds the whole sweep may take.
+    calls : int
+        Calls per size (warm-up plus timed repeats).
+    minimum : int
+        Sizes kept whatever the budget (at most ``len(sizes)``).
+    """
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError("sizes must not be empty")
+    if not callable(work_of):
+        raise TypeError("work_of must be callable")
+    rate = _validate.positive("rate", rate)
+    budget_s = _validate.positive("budget_s", budget_s)
+    calls = _validate.positive_int("calls", calls)
+    minimum = min(_validate.positive_int("minimum", minimum), len(sizes))
+    predicted = {
+        s: calls * _validate.non_negative("work_of(size)", work_of(s)) / rate
+        for s in sizes
+    }
+    kept, total = [], 0.0
+    for i, s in enumerate(sizes):
+        if i >= minimum and total + predicted[s] > budget_s:
+            break
+        kept.append(s)
+        total += predicted[s]
+    return SweepPlan(rate, tuple(kept), tuple(sizes[len(kept) :]), predicted)

@@ -18,6 +18,12 @@ devices and the attention output back, at every layer
 times up; :func:`tokens_per_dollar` turns throughput and a *user-supplied*
 price into tokens per dollar. This module ships no prices.
 
+The co-located baseline (everything on the compute GPUs) and the number of
+sequences that fit, on either kind of device, come from
+:mod:`helpers.inference` (:func:`~helpers.inference.decode_step_time`,
+:func:`~helpers.inference.max_decode_batch` with ``holds_weights=False`` for
+memory devices), with the same memory reserve as everywhere else.
+
 References
 ----------
 Chen, Lin, Zhang, Wu (2024), "Efficient and Economic Large Language Model
@@ -29,10 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from .hardware import Accelerator, Link, dtype_bytes, get_accelerator, get_link
-from .llm import ModelConfig, decode_cost, get_model, kv_cache_bytes_per_token, weight_bytes
+from .hardware import Accelerator, Link, dtype_bytes, get_link
+from .llm import ModelConfig, decode_cost, get_model
 from .ops import Cost
-from .roofline import roofline_time
+from .roofline import breakdown
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,9 @@ class DecodeSplit:
         return self.attention + self.linear
 
 
-def decode_split(model: str | ModelConfig, context: int, batch: int = 1, dtype: str = "bf16") -> DecodeSplit:
+def decode_split(
+    model: str | ModelConfig, context: int, *, batch: int = 1, dtype: str = "bf16"
+) -> DecodeSplit:
     """Split :func:`helpers.llm.decode_cost` into its attention and its linear part.
 
     Attention is the part of the decode cost that grows with the context:
@@ -81,15 +89,17 @@ def decode_split(model: str | ModelConfig, context: int, batch: int = 1, dtype: 
     m = get_model(model)
     context = _validate.non_negative_int("context", context)
     batch = _validate.positive_int("batch", batch)
-    total = decode_cost(m, context, batch, dtype)
-    longer = decode_cost(m, context + 1, batch, dtype)
+    total = decode_cost(m, context, batch=batch, dtype=dtype)
+    longer = decode_cost(m, context + 1, batch=batch, dtype=dtype)
     keys = context + 1
-    attention = Cost((longer.flops - total.flops) * keys, (longer.bytes - total.bytes) * keys)
+    attention = Cost(
+        (longer.flops - total.flops) * keys, (longer.bytes - total.bytes) * keys
+    )
     linear = Cost(total.flops - attention.flops, total.bytes - attention.bytes)
     return DecodeSplit(attention, linear)
 
 
-def attention_intensity(model: str | ModelConfig, dtype: str = "bf16") -> float:
+def attention_intensity(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
     """Arithmetic intensity of decode attention in FLOP/byte: ``2 * gqa_group / bytes_per_element``.
 
     Per cached token and layer a query reads ``2 * kv_dim`` elements (its key
@@ -102,7 +112,9 @@ def attention_intensity(model: str | ModelConfig, dtype: str = "bf16") -> float:
     return 2.0 * m.gqa_group / dtype_bytes(dtype)
 
 
-def layer_traffic_bytes(model: str | ModelConfig, dtype: str = "bf16") -> tuple[float, float]:
+def layer_traffic_bytes(
+    model: str | ModelConfig, *, dtype: str = "bf16"
+) -> tuple[float, float]:
     """Bytes one sequence moves per layer between compute and memory devices: ``(sent, received)``.
 
     Sent to the memory device: the query (``n_heads * head_dim`` elements)
@@ -116,12 +128,25 @@ def layer_traffic_bytes(model: str | ModelConfig, dtype: str = "bf16") -> tuple[
     return float((m.q_dim + 2 * m.kv_dim) * width), float(m.q_dim * width)
 
 
-def step_traffic_bytes(model: str | ModelConfig, batch: int = 1, dtype: str = "bf16") -> float:
+def step_traffic_bytes(
+    model: str | ModelConfig, *, batch: int = 1, dtype: str = "bf16"
+) -> float:
     """Bytes moved (both directions) in one decode step: ``batch * n_layers * (sent + received)``."""
     m = get_model(model)
     batch = _validate.positive_int("batch", batch)
-    sent, received = layer_traffic_bytes(m, dtype)
+    sent, received = layer_traffic_bytes(m, dtype=dtype)
     return batch * m.n_layers * (sent + received)
+
+
+def step_latency_s(model: str | ModelConfig, link: str | Link) -> float:
+    """Seconds of link latency in one offloaded decode step: ``2 * n_layers * latency``.
+
+    Every layer crosses the link twice (query, key and value out; attention
+    output back), and the crossings of one step are sequential, so this term
+    does not shrink with more links or more bandwidth. For Llama-3-70B over
+    ConnectX-7 (2 µs): ``160 * 2e-6 = 0.32`` ms.
+    """
+    return 2 * get_model(model).n_layers * get_link(link).latency
 
 
 @dataclass(frozen=True)
@@ -164,14 +189,16 @@ class OffloadStep:
 def offload_step_time(
     model: str | ModelConfig,
     context: int,
-    batch: int,
     compute_acc: str | Accelerator,
     memory_acc: str | Accelerator,
     link: str | Link,
+    *,
+    batch: int = 1,
     n_compute: int = 1,
     n_memory: int = 1,
     dtype: str = "bf16",
     n_links: int | None = None,
+    mfu: float = 1.0,
 ) -> OffloadStep:
     """Time one decode step with linear layers on compute GPUs and attention on memory devices.
 
@@ -194,6 +221,8 @@ def offload_step_time(
         Parallel links carrying the traffic. Default: one link per device on
         each side, so ``min(n_compute, n_memory)`` (the side with fewer links
         is the bottleneck).
+    mfu : float
+        Fraction of the compute GPUs' peak FLOP/s reached by the linear part.
 
     Returns
     -------
@@ -202,60 +231,32 @@ def offload_step_time(
     """
     n_compute = _validate.positive_int("n_compute", n_compute)
     n_memory = _validate.positive_int("n_memory", n_memory)
-    n_links = min(n_compute, n_memory) if n_links is None else _validate.positive_int("n_links", n_links)
+    n_links = (
+        min(n_compute, n_memory)
+        if n_links is None
+        else _validate.positive_int("n_links", n_links)
+    )
     chosen = get_link(link)
     m = get_model(model)
-    split = decode_split(m, context, batch, dtype)
-    linear_s = roofline_time(split.linear.flops / n_compute, split.linear.bytes / n_compute, compute_acc, dtype)
-    attention_s = roofline_time(split.attention.flops / n_memory, split.attention.bytes / n_memory, memory_acc, dtype)
-    traffic = step_traffic_bytes(m, batch, dtype)
-    transfer_s = 2 * m.n_layers * chosen.latency + traffic / (n_links * chosen.bandwidth)
+    split = decode_split(m, context, batch=batch, dtype=dtype)
+    linear_s = breakdown(
+        split.linear.flops,
+        split.linear.bytes,
+        compute_acc,
+        dtype=dtype,
+        n_gpus=n_compute,
+        mfu=mfu,
+    ).seconds
+    attention_s = breakdown(
+        split.attention.flops,
+        split.attention.bytes,
+        memory_acc,
+        dtype=dtype,
+        n_gpus=n_memory,
+    ).seconds
+    traffic = step_traffic_bytes(m, batch=batch, dtype=dtype)
+    transfer_s = step_latency_s(m, chosen) + traffic / (n_links * chosen.bandwidth)
     return OffloadStep(linear_s, attention_s, transfer_s, traffic)
-
-
-def colocated_step_time(
-    model: str | ModelConfig, context: int, batch: int, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16"
-) -> float:
-    """Seconds per decode step with everything on ``n_gpus`` identical devices (the usual setup).
-
-    Roofline time of :func:`helpers.llm.decode_cost`, split evenly (communication ignored).
-    """
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    cost = decode_cost(model, context, batch, dtype)
-    return roofline_time(cost.flops / n_gpus, cost.bytes / n_gpus, acc, dtype)
-
-
-def _sequences_that_fit(free_bytes: float, model: ModelConfig, context: int, dtype: str) -> int:
-    per_sequence = (context + 1) * kv_cache_bytes_per_token(model, dtype)
-    return max(0, int(free_bytes // per_sequence))
-
-
-def max_batch_colocated(
-    model: str | ModelConfig, context: int, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16"
-) -> int:
-    """Most sequences of ``context + 1`` tokens whose KV cache fits beside the weights on ``n_gpus`` devices (0 if none)."""
-    m = get_model(model)
-    device = get_accelerator(acc)
-    context = _validate.non_negative_int("context", context)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    return _sequences_that_fit(n_gpus * device.memory_capacity - weight_bytes(m, dtype), m, context, dtype)
-
-
-def max_batch_offload(
-    model: str | ModelConfig, context: int, memory_acc: str | Accelerator, n_memory: int = 1, dtype: str = "bf16"
-) -> int:
-    """Most sequences of ``context + 1`` tokens whose KV cache fits on ``n_memory`` memory devices (they hold no weights)."""
-    m = get_model(model)
-    device = get_accelerator(memory_acc)
-    context = _validate.non_negative_int("context", context)
-    n_memory = _validate.positive_int("n_memory", n_memory)
-    return _sequences_that_fit(n_memory * device.memory_capacity, m, context, dtype)
-
-
-def weights_fit(model: str | ModelConfig, acc: str | Accelerator, n_gpus: int = 1, dtype: str = "bf16") -> bool:
-    """Whether the model's weights fit in the memory of ``n_gpus`` devices."""
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    return weight_bytes(model, dtype) <= n_gpus * get_accelerator(acc).memory_capacity
 
 
 def tokens_per_dollar(tokens_per_second: float, price_per_hour: float) -> float:
@@ -287,9 +288,15 @@ def breakeven_price_ratio(
     fraction; a negative result means it loses even with free memory devices.
     No price is needed, only the ratio.
     """
-    offload_tokens_per_s = _validate.non_negative("offload_tokens_per_s", offload_tokens_per_s)
-    baseline_tokens_per_s = _validate.positive("baseline_tokens_per_s", baseline_tokens_per_s)
+    offload_tokens_per_s = _validate.non_negative(
+        "offload_tokens_per_s", offload_tokens_per_s
+    )
+    baseline_tokens_per_s = _validate.positive(
+        "baseline_tokens_per_s", baseline_tokens_per_s
+    )
     n_compute = _validate.positive_int("n_compute", n_compute)
     n_memory = _validate.positive_int("n_memory", n_memory)
     n_baseline = _validate.positive_int("n_baseline", n_baseline)
-    return (n_baseline * offload_tokens_per_s / baseline_tokens_per_s - n_compute) / n_memory
+    return (
+        n_baseline * offload_tokens_per_s / baseline_tokens_per_s - n_compute
+    ) / n_memory

@@ -1,18 +1,25 @@
-"""One figure style for the whole book, and the roofline plot.
+"""The book's figures: one style, the roofline plot, operations and ridge points marked on it,
+batch sweeps, ResNet-50's layers.
 
-Every function returns ``(fig, ax)`` so a notebook can annotate further.
+Plotting lives here and only here; the model modules compute. Figure
+functions return ``(fig, ax)`` (or the axes they drew) so a notebook can
+annotate further.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import _validate
+from .batching import BatchSweep
+from .convnets import LayerRoofline, resnet50_roofline
 from .hardware import Accelerator, get_accelerator
 from .roofline import attainable_flops, ridge_point
 
@@ -38,7 +45,9 @@ def use_style() -> None:
 def new_figure(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
     """A fresh figure and axes in the book's style."""
     use_style()
-    fig, ax = plt.subplots(figsize=figsize or STYLE["figure.figsize"], layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=figsize or STYLE["figure.figsize"], layout="constrained"
+    )
     return fig, ax
 
 
@@ -69,7 +78,10 @@ def roofline_plot(
     devices = [get_accelerator(d) for d in devices]
     if not devices:
         raise ValueError("devices must name at least one accelerator")
-    dtypes = [_validate.name("dtypes", d) for d in ([dtypes] if isinstance(dtypes, str) else dtypes)]
+    dtypes = [
+        _validate.name("dtypes", d)
+        for d in ([dtypes] if isinstance(dtypes, str) else dtypes)
+    ]
     lo = _validate.positive("intensity_range[0]", intensity_range[0])
     hi = _validate.positive("intensity_range[1]", intensity_range[1])
     if hi <= lo:
@@ -85,8 +97,12 @@ def roofline_plot(
         for dtype in dtypes:
             if dtype not in device.peak_flops:
                 continue
-            (line,) = ax.loglog(x, attainable_flops(x, device, dtype), label=f"{device.name} {dtype}")
-            ridge = ridge_point(device, dtype)
+            (line,) = ax.loglog(
+                x,
+                attainable_flops(x, device, dtype=dtype),
+                label=f"{device.name} {dtype}",
+            )
+            ridge = ridge_point(device, dtype=dtype)
             ax.plot([ridge], [device.flops(dtype)], "o", color=line.get_color(), ms=4)
             drawn.append((device, dtype))
     if not drawn:
@@ -94,10 +110,251 @@ def roofline_plot(
     if points:
         device, dtype = drawn[0]
         for label, intensity in points.items():
-            value = attainable_flops(_validate.positive(f"points[{label!r}]", intensity), device, dtype)
+            intensity = _validate.positive(f"points[{label!r}]", intensity)
+            value = attainable_flops(intensity, device, dtype=dtype)
             ax.plot([intensity], [value], "k^", ms=6)
-            ax.annotate(label, (intensity, value), textcoords="offset points", xytext=(4, -12), fontsize=8)
+            ax.annotate(
+                label,
+                (intensity, value),
+                textcoords="offset points",
+                xytext=(4, -12),
+                fontsize=8,
+            )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (FLOP/s)")
     ax.legend(fontsize=8)
     return fig, ax
+
+
+def mark_ops(
+    ax: Axes,
+    points: Mapping[str, float],
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+) -> None:
+    """Mark operations on a roofline drawn in ``ax``, labels alternating above and below.
+
+    Each ``label: intensity`` (FLOP/byte) becomes a black triangle at the
+    attainable FLOP/s of ``acc`` in ``dtype``; labels of neighbouring points
+    (sorted by intensity) go on opposite sides so close points stay legible,
+    and the y-axis gains head-room for labels above the compute roof.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Axes holding a roofline, e.g. from :func:`helpers.plots.roofline_plot`.
+    points : Mapping[str, float]
+        ``{label: arithmetic intensity in FLOP/byte}``.
+    acc : str or Accelerator
+        The device whose roof the points sit on.
+    dtype : str
+        Which of its peaks.
+    """
+    device = get_accelerator(acc)
+    if not points:
+        raise ValueError("points must name at least one operation")
+    ordered = sorted(points.items(), key=lambda item: item[1])
+    for i, (label, intensity) in enumerate(ordered):
+        intensity = _validate.positive(f"points[{label!r}]", intensity)
+        value = attainable_flops(intensity, device, dtype=dtype)
+        ax.plot([intensity], [value], "k^", ms=6, zorder=5)
+        # up-left or down-right of the point: off a rising or flat roof either way
+        above = i % 2 == 0
+        ax.annotate(
+            label,
+            (intensity, value),
+            textcoords="offset points",
+            xytext=(-5, 7) if above else (5, -7),
+            ha="right" if above else "left",
+            va="bottom" if above else "top",
+            fontsize=8,
+        )
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 3)  # head-room for the labels above the compute roof
+
+
+BOUND_COLOURS = {"overhead": "0.85", "memory": "#cfe2f3", "compute": "#fce5cd"}
+"""Background colour of each bound (regime) in :func:`draw_sweep`."""
+
+
+def _decade_limits(values: np.ndarray) -> tuple[float, float]:
+    """Axis limits rounded out to whole powers of ten, so a log axis always shows labelled decades."""
+    low = 10.0 ** math.floor(math.log10(float(np.min(values))))
+    high = 10.0 ** math.ceil(math.log10(float(np.max(values))))
+    return low, high if high > low else 10 * low
+
+
+def draw_sweep(
+    ax: Axes, sweep: BatchSweep, *, knee: float | None = None, mark: int | None = None
+) -> Axes:
+    """Step time (left axis) and throughput (right axis) against batch, regimes shaded.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to draw the step time into. It is cleared, and any other axes in
+        its figure (an earlier throughput twin) removed, so a calculator can redraw.
+    sweep : BatchSweep
+        What to draw (log-log, batch on x).
+    knee : float, optional
+        A predicted knee batch, drawn as a dashed vertical line.
+    mark : int, optional
+        A batch to highlight with a dot on both curves (must be in ``sweep.batch``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The throughput axes (a twin of ``ax``).
+    """
+    if not isinstance(sweep, BatchSweep):
+        raise TypeError(f"sweep must be a BatchSweep, got {type(sweep).__name__}")
+    for other in list(ax.figure.axes):
+        if other is not ax:
+            other.remove()
+    ax.clear()
+    b = sweep.batch.astype(float)
+    edges = np.concatenate([[b[0]], np.sqrt(b[1:] * b[:-1]), [b[-1]]])
+    shown = set()
+    for i, regime in enumerate(sweep.bound):
+        label = f"{regime}-bound" if regime not in shown else None
+        shown.add(regime)
+        ax.axvspan(
+            edges[i], edges[i + 1], color=BOUND_COLOURS[regime], lw=0, label=label
+        )
+    ax.loglog(b, sweep.seconds, color="C0", lw=2, label="step time")
+    ax.set_xlabel("batch (samples or tokens per step)")
+    ax.set_ylabel("step time (s)", color="C0")
+    ax.set_xlim(b[0], b[-1])
+    twin = ax.twinx()
+    twin.loglog(b, sweep.throughput, color="C3", lw=2, label="throughput")
+    twin.set_ylabel("throughput (samples/s)", color="C3")
+    twin.grid(False)
+    ax.set_ylim(*_decade_limits(sweep.seconds))
+    twin.set_ylim(*_decade_limits(sweep.throughput))
+    if knee is not None and math.isfinite(knee) and b[0] <= knee <= b[-1]:
+        ax.axvline(
+            knee, color="k", ls="--", lw=1, label=f"predicted knee ({knee:,.0f})"
+        )
+    if mark is not None:
+        where = np.flatnonzero(sweep.batch == mark)
+        if where.size == 0:
+            raise ValueError(f"mark must be one of the sweep's batches, got {mark!r}")
+        i = int(where[0])
+        ax.plot([b[i]], [sweep.seconds[i]], "o", color="C0", ms=7)
+        twin.plot([b[i]], [sweep.throughput[i]], "o", color="C3", ms=7)
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = twin.get_legend_handles_labels()
+    twin.legend(
+        handles + more,
+        labels + more_labels,
+        loc="upper left",
+        fontsize=8,
+        framealpha=0.8,
+        frameon=True,
+    )
+    return twin
+
+
+def label_ridges(
+    ax: Axes,
+    devices: Iterable[str | Accelerator] | str | Accelerator,
+    *,
+    dtypes: Sequence[str] | str = "fp16",
+) -> None:
+    """Write each ridge point's intensity (FLOP/byte, no decimals) just above its marker.
+
+    For every device in ``devices`` and every dtype of ``dtypes`` it has a
+    peak for, the label ``ridge_point(device, dtype=dtype)`` goes at
+    ``(ridge, peak)``, the bend of the roofline drawn by
+    :func:`roofline_plot`. Dtypes a device lacks are skipped.
+    """
+    if isinstance(devices, (str, Accelerator)):
+        devices = [devices]
+    dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
+    for device in (get_accelerator(d) for d in devices):
+        for dtype in dtypes:
+            if _validate.name("dtypes", dtype) not in device.peak_flops:
+                continue
+            ridge = ridge_point(device, dtype=dtype)
+            ax.annotate(
+                f"{ridge:,.0f}",
+                (ridge, device.flops(dtype)),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=8,
+            )
+
+
+_KERNEL_STYLE = {1: ("o", "1 × 1 conv"), 3: ("s", "3 × 3 conv"), 7: ("D", "7 × 7 stem")}
+_BOUND_MARKER_COLOURS = {"memory": "C3", "compute": "C2"}
+
+
+def draw_resnet50(
+    ax: Axes,
+    batch: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    image_size: int = 224,
+) -> list[LayerRoofline]:
+    """ResNet-50's layers on the roofline of ``acc`` in ``dtype`` at ``batch``, coloured by bound.
+
+    Draws :func:`roofline_plot` into ``ax`` (cleared first) and each layer of
+    :func:`helpers.convnets.resnet50_roofline` at its intensity and
+    attainable FLOP/s: the marker says the kernel size (1 x 1, 3 x 3, the
+    7 x 7 stem; a triangle for the fc layer), red is memory-bound, green
+    compute-bound.
+
+    Returns
+    -------
+    list of LayerRoofline
+        The rows drawn, in network order.
+    """
+    device = get_accelerator(acc)
+    rows = resnet50_roofline(batch, device, dtype=dtype, image_size=image_size)
+    roofline_plot(device, dtype, intensity_range=(0.3, 3000), ax=ax)
+    for kernel, (marker, label) in _KERNEL_STYLE.items():
+        for bound, colour in _BOUND_MARKER_COLOURS.items():
+            pick = [
+                r
+                for r in rows
+                if r.kind == "conv" and r.kernel == kernel and r.bound == bound
+            ]
+            if pick:
+                ax.plot(
+                    [r.intensity for r in pick],
+                    [r.attainable for r in pick],
+                    marker,
+                    color=colour,
+                    ms=6,
+                    alpha=0.7,
+                    ls="none",
+                    label=f"{label}, {bound}-bound",
+                )
+    for fc in (r for r in rows if r.kind == "fc"):
+        ax.plot(
+            [fc.intensity],
+            [fc.attainable],
+            "v",
+            color=_BOUND_MARKER_COLOURS[fc.bound],
+            ms=7,
+            ls="none",
+            label=f"fc, {fc.bound}-bound",
+        )
+    ax.set_title(f"ResNet-50 layers, batch {batch}, {dtype}, {device.name}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return rows
+
+
+def plain_log_ticks(*axes: Axes) -> None:
+    """Label log axes with plain numbers (4, 6, 10, 20) rather than powers of ten."""
+    for ax in axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(
+                mticker.FuncFormatter(lambda value, _: f"{value:g}")
+            )
+            axis.set_minor_formatter(
+                mticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
+            )

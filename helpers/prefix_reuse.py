@@ -13,7 +13,7 @@ cache needs only its last ``n - h`` tokens computed.
 * :func:`replay_prefill` gives every request of a trace its own tier split
   (from the LRU stack distances of :mod:`helpers.cachesim`) and its own
   fetch-or-recompute verdicts and prefill time, exactly as
-  :func:`helpers.tiers.prefill_time` computes them one request at a time
+  :func:`helpers.tiers.tiered_prefill` computes them one request at a time
   (the tests check it request by request), but with the roofline times of
   each token count computed once, so a whole trace at many capacities takes
   seconds. :func:`helpers.tiers.expected_prefill_time` is the mean-field
@@ -29,12 +29,14 @@ Mattson et al. (1970), "Evaluation techniques for storage hierarchies", IBM Syst
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _validate, cachesim, kvcache, tiers
+from . import _validate, cachesim, inference, kvcache, tiers
 from .hardware import Accelerator
 from .llm import ModelConfig, get_model
 
@@ -47,39 +49,52 @@ if TYPE_CHECKING:  # pragma: no cover
 # ---------------------------------------------------------------------------
 
 
-def _check_model(model: object) -> "TinyGPT":
+def _check_model(model: object) -> TinyGPT:
     from .tinygpt import TinyGPT
 
     if not isinstance(model, TinyGPT):
-        raise TypeError(f"model must be a helpers.tinygpt.TinyGPT, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be a helpers.tinygpt.TinyGPT, got {type(model).__name__}"
+        )
     return model
 
 
-def _check_cache(name: str, model: "TinyGPT", cache: object) -> "KVCache":
+def _check_cache(name: str, model: TinyGPT, cache: object) -> KVCache:
     import torch
 
     n_layers = model.config.n_layers
     if not isinstance(cache, (list, tuple)) or len(cache) != n_layers:
-        raise ValueError(f"{name} must be a list of {n_layers} (keys, values) pairs, one per layer")
+        raise ValueError(
+            f"{name} must be a list of {n_layers} (keys, values) pairs, one per layer"
+        )
     shape = None
     for i, pair in enumerate(cache):
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(t, torch.Tensor) for t in pair):
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or not all(isinstance(t, torch.Tensor) for t in pair)
+        ):
             raise TypeError(f"{name}[{i}] must be a (keys, values) pair of tensors")
         k, v = pair
         if k.ndim != 4 or k.shape != v.shape:
-            raise ValueError(f"{name}[{i}]: keys and values must have the same shape (batch, n_kv_heads, tokens, head_dim)")
+            raise ValueError(
+                f"{name}[{i}]: keys and values must have the same shape (batch, n_kv_heads, tokens, head_dim)"
+            )
         if k.shape[1] != model.config.n_kv_heads or k.shape[3] != model.config.head_dim:
             raise ValueError(
-                f"{name}[{i}] has {k.shape[1]} KV heads of {k.shape[3]}; the model has {model.config.n_kv_heads} of {model.config.head_dim}"
+                f"{name}[{i}] has {k.shape[1]} KV heads of {k.shape[3]}; the model has "
+                f"{model.config.n_kv_heads} of {model.config.head_dim}"
             )
         if shape is None:
             shape = k.shape
         elif k.shape != shape:
-            raise ValueError(f"{name}: every layer must hold the same batch and tokens, layer {i} differs")
+            raise ValueError(
+                f"{name}: every layer must hold the same batch and tokens, layer {i} differs"
+            )
     return list(cache)
 
 
-def prefix_of_cache(cache: "KVCache", tokens: int) -> "KVCache":
+def prefix_of_cache(cache: KVCache, tokens: int) -> KVCache:
     """The KV cache of the first ``tokens`` positions of a longer cache (views, no copy).
 
     Causal attention makes the keys and values of position ``i`` depend on
@@ -98,15 +113,24 @@ def prefix_of_cache(cache: "KVCache", tokens: int) -> "KVCache":
     tokens = _validate.positive_int("tokens", tokens)
     if not isinstance(cache, (list, tuple)) or not cache:
         raise ValueError("cache must be a non-empty list of (keys, values) pairs")
-    if not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(t, torch.Tensor) and t.ndim == 4 for t in p) for p in cache):
+    if not all(
+        isinstance(p, (list, tuple))
+        and len(p) == 2
+        and all(isinstance(t, torch.Tensor) and t.ndim == 4 for t in p)
+        for p in cache
+    ):
         raise TypeError("cache must hold (keys, values) pairs of 4-d tensors")
     length = int(cache[0][0].shape[2])
     if tokens > length:
-        raise ValueError(f"tokens ({tokens}) must not exceed the cache's {length} positions")
+        raise ValueError(
+            f"tokens ({tokens}) must not exceed the cache's {length} positions"
+        )
     return [(k[:, :, :tokens], v[:, :, :tokens]) for k, v in cache]
 
 
-def prefill_with_prefix(model: "TinyGPT", suffix: Any, prefix_cache: "KVCache") -> tuple[Any, "KVCache"]:
+def prefill_with_prefix(
+    model: TinyGPT, suffix: Any, prefix_cache: KVCache
+) -> tuple[Any, KVCache]:
     """Prefill the uncached suffix of prompts whose prefix's KV cache is given.
 
     Runs every block of ``model`` on the ``s`` suffix tokens, at positions
@@ -136,16 +160,22 @@ def prefill_with_prefix(model: "TinyGPT", suffix: Any, prefix_cache: "KVCache") 
 
     model = _check_model(model)
     if not isinstance(suffix, torch.Tensor):
-        raise TypeError(f"suffix must be a torch.Tensor of token ids, got {type(suffix).__name__}")
+        raise TypeError(
+            f"suffix must be a torch.Tensor of token ids, got {type(suffix).__name__}"
+        )
     if suffix.ndim == 1:
         suffix = suffix[None, :]
     if suffix.ndim != 2 or suffix.shape[1] < 1:
-        raise ValueError(f"suffix must have shape (batch, tokens) with tokens >= 1, got {tuple(suffix.shape)}")
+        raise ValueError(
+            f"suffix must have shape (batch, tokens) with tokens >= 1, got {tuple(suffix.shape)}"
+        )
     if suffix.dtype.is_floating_point or suffix.dtype == torch.bool:
         raise TypeError(f"suffix must hold integer token ids, got dtype {suffix.dtype}")
     cache = _check_cache("prefix_cache", model, prefix_cache)
     if cache[0][0].shape[0] != suffix.shape[0]:
-        raise ValueError(f"prefix_cache holds {cache[0][0].shape[0]} sequences but suffix has {suffix.shape[0]}")
+        raise ValueError(
+            f"prefix_cache holds {cache[0][0].shape[0]} sequences but suffix has {suffix.shape[0]}"
+        )
     device = model.device
     with torch.no_grad():
         x = model.embed(suffix.to(device))
@@ -199,7 +229,14 @@ class ReplayedPrefill:
     n_layers: int
 
     def __post_init__(self) -> None:
-        for field in ("input_tokens", "cached_tokens", "fetched", "fetch_s", "compute_s", "no_cache_s"):
+        for field in (
+            "input_tokens",
+            "cached_tokens",
+            "fetched",
+            "fetch_s",
+            "compute_s",
+            "no_cache_s",
+        ):
             getattr(self, field).setflags(write=False)
 
     @property
@@ -214,9 +251,8 @@ class ReplayedPrefill:
 
     @property
     def prefetched_s(self) -> np.ndarray:
-        """Per request: layer-wise prefetch (:func:`helpers.tiers.pipelined_time`, vectorised)."""
-        f, c = self.fetch_s / self.n_layers, self.compute_s / self.n_layers
-        return f + c + (self.n_layers - 1) * np.maximum(f, c)
+        """Per request: layer-wise prefetch (:func:`helpers.tiers.pipelined_time`)."""
+        return tiers.pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
 
     def saved_fraction(self, prefetch: bool = False) -> float:
         """Share of the trace's no-cache prefill time the cache saves (summed over requests)."""
@@ -229,38 +265,24 @@ class ReplayedPrefill:
         return np.concatenate([per_tier, [1.0 - per_tier.sum()]])
 
 
-class _Memo:
-    """Roofline times of one model on one machine, each token count computed once."""
-
-    def __init__(self, model: ModelConfig, acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> None:
-        self.model, self.acc, self.dtype, self.n_gpus, self.mfu = model, acc, dtype, n_gpus, mfu
-        self._prefill: dict[int, float] = {0: 0.0}
-        self._fetch: dict[tuple[int, int], float] = {}
-
-    def prefill(self, tokens: int) -> float:
-        value = self._prefill.get(tokens)
-        if value is None:
-            value = self._prefill[tokens] = kvcache.recompute_time(self.model, tokens, self.acc, self.dtype, self.n_gpus, self.mfu)
-        return value
-
-    def fetch(self, index: int, tier: tiers.Tier, tokens: int) -> float:
-        key = (index, tokens)
-        value = self._fetch.get(key)
-        if value is None:
-            value = self._fetch[key] = tiers.fetch_time(self.model, tokens, tier, self.dtype)
-        return value
-
-
-def _distances(trace: object, block_tokens: int) -> tuple[cachesim.StackDistances, np.ndarray]:
+def _distances(
+    trace: object, block_tokens: int
+) -> tuple[cachesim.StackDistances, np.ndarray]:
     if isinstance(trace, cachesim.Trace):
-        sd = cachesim.stack_distances(trace, block_tokens)
+        sd = cachesim.stack_distances(trace, block_tokens=block_tokens)
         return sd, np.asarray(trace.input_lengths, dtype=np.int64)
     if isinstance(trace, cachesim.StackDistances):
         if trace.block_tokens != block_tokens:
-            raise ValueError(f"block_tokens ({block_tokens}) differs from the precomputed distances' ({trace.block_tokens})")
-        lengths = np.bincount(trace.request, weights=trace.weights, minlength=trace.n_requests).astype(np.int64)
+            raise ValueError(
+                f"block_tokens ({block_tokens}) differs from the precomputed distances' ({trace.block_tokens})"
+            )
+        lengths = np.bincount(
+            trace.request, weights=trace.weights, minlength=trace.n_requests
+        ).astype(np.int64)
         return trace, lengths
-    raise TypeError(f"trace must be a cachesim.Trace or cachesim.StackDistances, got {type(trace).__name__}")
+    raise TypeError(
+        f"trace must be a cachesim.Trace or cachesim.StackDistances, got {type(trace).__name__}"
+    )
 
 
 def replay_prefill(
@@ -268,6 +290,7 @@ def replay_prefill(
     tier_list: Sequence[tiers.Tier],
     model: str | ModelConfig,
     acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
@@ -279,8 +302,9 @@ def replay_prefill(
     (``cachesim.StackDistances.request_hit_tokens`` at tier ``k``'s capacity);
     tier ``k`` serves the chunk ``[H_{k-1}(r), H_k(r))``. Each chunk is fetched
     iff fetching is faster than recomputing it, and the uncached tail is
-    computed: the rule and the arithmetic of :func:`helpers.tiers.prefill_time`,
-    whose result this equals request by request.
+    computed: :func:`helpers.tiers.plan_chunks`, the loop of
+    :func:`helpers.tiers.tiered_prefill`, whose result this equals request by
+    request (times are memoised: many requests share lengths).
 
     Parameters
     ----------
@@ -288,7 +312,7 @@ def replay_prefill(
     tier_list : sequence of tiers.Tier
         Fastest first, capacities (in ``model`` tokens) strictly increasing.
     model, acc, dtype, n_gpus, mfu
-        As in :func:`helpers.tiers.prefill_time`.
+        As in :func:`helpers.tiers.tiered_prefill`.
     block_tokens : int
         Cache block size in tokens (a multiple of the trace's 512).
 
@@ -304,16 +328,38 @@ def replay_prefill(
         raise ValueError("tier_list must hold at least one Tier")
     for i, tier in enumerate(levels):
         if not isinstance(tier, tiers.Tier):
-            raise TypeError(f"tier_list[{i}] must be a tiers.Tier, got {type(tier).__name__}")
-    capacities = [tier.capacity_tokens(m, dtype) for tier in levels]
+            raise TypeError(
+                f"tier_list[{i}] must be a tiers.Tier, got {type(tier).__name__}"
+            )
+    capacities = [tier.capacity_tokens(m, dtype=dtype) for tier in levels]
     if any(b <= a for a, b in zip(capacities, capacities[1:])):
-        raise ValueError(f"tier_list capacities must grow strictly from tier to tier, got {capacities} tokens")
+        raise ValueError(
+            f"tier_list capacities must grow strictly from tier to tier, got {capacities} tokens"
+        )
     if capacities[0] < 1:
         raise ValueError(f"tier_list[0] holds no whole token of {m.name}'s KV cache")
     sd, lengths = _distances(trace, block_tokens)
-    cumulative = np.stack([sd.request_hit_tokens(c) for c in capacities], axis=1)  # (n, tiers)
-    cached = np.diff(np.concatenate([np.zeros((len(lengths), 1), dtype=np.int64), cumulative], axis=1), axis=1)
-    memo = _Memo(m, acc, dtype, n_gpus, mfu)
+    # hits within tiers 0..k, shape (n, tiers)
+    cumulative = np.stack([sd.request_hit_tokens(c) for c in capacities], axis=1)
+    cached = np.diff(
+        np.concatenate(
+            [np.zeros((len(lengths), 1), dtype=np.int64), cumulative], axis=1
+        ),
+        axis=1,
+    )
+
+    @functools.cache
+    def prefill(tokens: int) -> float:
+        return (
+            inference.prefill_time(m, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+            if tokens
+            else 0.0
+        )
+
+    @functools.cache
+    def fetch(k: int, tokens: int) -> float:
+        return kvcache.transfer_time(m, tokens, levels[k], dtype=dtype)
+
     n = len(lengths)
     fetched = np.zeros(cached.shape, dtype=bool)
     fetch_s = np.zeros(n)
@@ -321,22 +367,12 @@ def replay_prefill(
     no_cache = np.zeros(n)
     counts = cached.tolist()
     for r, length in enumerate(lengths.tolist()):
-        start = 0
-        fetch = compute = 0.0
-        for k, count in enumerate(counts[r]):  # the loop of tiers.prefill_time, with memoised times
-            if count == 0:
-                continue
-            stop = start + count
-            f = memo.fetch(k, levels[k], count)
-            c = memo.prefill(stop) - memo.prefill(start)
-            if f < c:
-                fetch += f
-                fetched[r, k] = True
-            else:
-                compute += c
-            start = stop
-        compute += memo.prefill(length) - memo.prefill(start)
-        fetch_s[r], compute_s[r], no_cache[r] = fetch, compute, memo.prefill(length)
+        plans, fetch_s[r], compute_s[r] = tiers.plan_chunks(
+            length, counts[r], fetch, prefill
+        )
+        for k, *_, was_fetched in plans:
+            fetched[r, k] = was_fetched
+        no_cache[r] = prefill(length)
     return ReplayedPrefill(
         trace_name=sd.trace_name,
         tier_names=tuple(t.name for t in levels),
@@ -351,4 +387,9 @@ def replay_prefill(
     )
 
 
-__all__ = ["ReplayedPrefill", "prefill_with_prefix", "prefix_of_cache", "replay_prefill"]
+__all__ = [
+    "ReplayedPrefill",
+    "prefill_with_prefix",
+    "prefix_of_cache",
+    "replay_prefill",
+]

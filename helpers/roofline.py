@@ -1,15 +1,32 @@
-"""The roofline model (Williams, Waterman and Patterson 2009).
+"""The roofline model (Williams, Waterman and Patterson 2009): the book's one time model.
 
 A kernel that does ``flops`` floating-point operations and moves ``bytes`` to
 and from memory takes at least ``max(flops / peak, bytes / bandwidth)``
 seconds; add a fixed ``overhead`` (kernel launch, Python) and you have the
-book's whole time model. Its *ridge point* ``peak / bandwidth`` (FLOP/byte)
-separates memory-bound from compute-bound kernels.
+book's whole first-order time model. Its *ridge point* ``peak / bandwidth``
+(FLOP/byte) separates memory-bound from compute-bound kernels.
+
+Every time in :mod:`helpers` is computed here, by :func:`breakdown`:
+:func:`roofline_time` and :func:`bound` are its total and its dominant term,
+and the serving functions of :mod:`helpers.inference` call it with
+``n_gpus`` and ``mfu``. :func:`crossing_batch` is the one home of the
+"critical batch": the batch at which compute time catches up with memory time.
+
+Examples
+--------
+>>> from helpers import roofline
+>>> round(roofline.ridge_point("A100", dtype="fp16"))
+153
+>>> roofline.bound(2e9, 1e6, "A100", dtype="fp16")
+'compute'
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -17,9 +34,46 @@ from . import _validate
 from .hardware import Accelerator, get_accelerator
 
 Bound = Literal["compute", "memory", "overhead"]
+"""Which term of the time model sets a kernel's time."""
 
 
-def ridge_point(acc: str | Accelerator, dtype: str = "fp16") -> float:
+class HasCost(Protocol):
+    """Anything with ``flops`` (FLOP) and ``bytes`` (bytes), such as :class:`helpers.ops.Cost`."""
+
+    flops: float
+    bytes: float
+
+
+@dataclass(frozen=True)
+class TimeBreakdown:
+    """The terms of the time model for one kernel or step, in seconds.
+
+    Every function in :mod:`helpers` that returns a time split into its terms
+    returns this type.
+
+    Attributes
+    ----------
+    compute_s : float
+        ``flops / (n_gpus * mfu * peak)``: the compute term (s).
+    memory_s : float
+        ``bytes / (n_gpus * bandwidth)``: the memory term (s).
+    overhead_s : float
+        Fixed time per call: launch, framework (s).
+    seconds : float
+        ``max(compute_s, memory_s) + overhead_s``: the bound itself (s).
+    bound : {'compute', 'memory', 'overhead'}
+        The term that sets ``seconds`` (``'overhead'`` when the overhead
+        exceeds both other terms).
+    """
+
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    seconds: float
+    bound: Bound
+
+
+def ridge_point(acc: str | Accelerator, *, dtype: str = "fp16") -> float:
     """Arithmetic intensity (FLOP/byte) at which compute and memory time are equal.
 
     ``peak_flops[dtype] / memory_bandwidth``: below it a kernel is memory-bound.
@@ -28,7 +82,9 @@ def ridge_point(acc: str | Accelerator, dtype: str = "fp16") -> float:
     return device.flops(dtype) / device.memory_bandwidth
 
 
-def attainable_flops(intensity: float | np.ndarray, acc: str | Accelerator, dtype: str = "fp16") -> float | np.ndarray:
+def attainable_flops(
+    intensity: float | np.ndarray, acc: str | Accelerator, *, dtype: str = "fp16"
+) -> float | np.ndarray:
     """Roofline ceiling in FLOP/s at ``intensity`` FLOP/byte: ``min(peak, intensity * bandwidth)``.
 
     Vectorised over ``intensity``; returns a float for a scalar input.
@@ -39,17 +95,17 @@ def attainable_flops(intensity: float | np.ndarray, acc: str | Accelerator, dtyp
     return float(result) if np.ndim(intensity) == 0 else result
 
 
-def _times(flops: float, bytes_: float, acc: str | Accelerator, dtype: str) -> tuple[float, float]:
-    device = get_accelerator(acc)
-    flops = _validate.non_negative("flops", flops)
-    bytes_ = _validate.non_negative("bytes", bytes_)
-    if flops == 0 and bytes_ == 0:
-        raise ValueError("flops and bytes must not both be 0")
-    return flops / device.flops(dtype), bytes_ / device.memory_bandwidth
-
-
-def roofline_time(flops: float, bytes: float, acc: str | Accelerator, dtype: str = "fp16", overhead: float = 0.0) -> float:
-    """Lower bound on a kernel's time in seconds.
+def breakdown(
+    flops: float,
+    bytes: float,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = 0.0,
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+) -> TimeBreakdown:
+    """Split the time of ``flops`` FLOP and ``bytes`` bytes on ``acc`` into its terms.
 
     Parameters
     ----------
@@ -63,23 +119,122 @@ def roofline_time(flops: float, bytes: float, acc: str | Accelerator, dtype: str
         Which peak to use (``"fp16"``, ``"bf16"``, ``"fp32"`` ...).
     overhead : float
         Fixed time per call in seconds (launch, framework), added to the bound.
+    n_gpus : int
+        Identical devices that share the work and the bytes evenly
+        (ideal parallelism: communication is ignored).
+    mfu : float
+        Fraction of the peak FLOP/s reached, in (0, 1]; 1 is the datasheet bound.
+
+    Returns
+    -------
+    TimeBreakdown
+    """
+    device = get_accelerator(acc)
+    flops = _validate.non_negative("flops", flops)
+    bytes_ = _validate.non_negative("bytes", bytes)
+    if flops == 0 and bytes_ == 0:
+        raise ValueError("flops and bytes must not both be 0")
+    overhead = _validate.non_negative("overhead", overhead)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    mfu = _validate.fraction("mfu", mfu)
+    compute = flops / (n_gpus * mfu * device.flops(dtype))
+    memory = bytes_ / (n_gpus * device.memory_bandwidth)
+    if overhead > max(compute, memory):
+        which: Bound = "overhead"
+    else:
+        which = "compute" if compute >= memory else "memory"
+    return TimeBreakdown(
+        compute, memory, overhead, max(compute, memory) + overhead, which
+    )
+
+
+def roofline_time(
+    flops: float,
+    bytes: float,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = 0.0,
+) -> float:
+    """Lower bound on a kernel's time in seconds: ``max(flops / peak, bytes / bandwidth) + overhead``.
+
+    The ``seconds`` of :func:`breakdown` (see there for the parameters).
+    """
+    return breakdown(flops, bytes, acc, dtype=dtype, overhead=overhead).seconds
+
+
+def bound(
+    flops: float,
+    bytes: float,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = 0.0,
+) -> Bound:
+    """Which term dominates :func:`roofline_time`: ``'compute'``, ``'memory'`` or ``'overhead'``.
+
+    The ``bound`` of :func:`breakdown`; ``'overhead'`` when the fixed overhead
+    exceeds both the compute and the memory time.
+    """
+    return breakdown(flops, bytes, acc, dtype=dtype, overhead=overhead).bound
+
+
+def crossing_batch(
+    cost_of_batch: Callable[[int], HasCost],
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    mfu: float = 1.0,
+) -> float:
+    """Batch at which compute time equals memory time, for FLOP proportional to the batch.
+
+    With ``flops = f1 B`` and ``bytes = b0 + b1 B`` (weights ``b0`` read once,
+    activations or KV cache ``b1`` per sample; read off the costs at ``B = 1``
+    and ``B = 2``, checked at ``B = 4``), compute time equals memory time where
+    ``f1 B / (mfu peak) = (b0 + b1 B) / bandwidth``, i.e. with the effective
+    ridge ``r = mfu * peak / bandwidth``
+
+        ``B* = r b0 / (f1 - r b1)``.
+
+    This is the book's *critical batch* for every layer and step: a linear
+    layer (:func:`helpers.ops.critical_batch_size`), an MLP, a convolution,
+    a whole decode step (:func:`helpers.inference.critical_decode_batch`).
+    Splitting the work over several devices scales both terms equally and
+    leaves it unchanged.
+
+    Parameters
+    ----------
+    cost_of_batch : callable
+        ``batch -> Cost`` (e.g. ``lambda b: helpers.ops.linear_cost(b, 4096, 4096)``).
+    acc : str or Accelerator
+    dtype : str
+        Which peak FLOP/s applies.
+    mfu : float
+        Fraction of the peak reached, in (0, 1].
 
     Returns
     -------
     float
-        ``max(flops / peak, bytes / bandwidth) + overhead`` in seconds.
+        ``B*`` in samples, not rounded. Below 1: compute-bound already at
+        batch 1 (``0.0`` when nothing is read once per step); ``inf`` if the
+        intensity never reaches the ridge (``f1 <= r b1``: the per-sample
+        bytes alone are too many per FLOP).
     """
-    compute, memory = _times(flops, bytes, acc, dtype)
-    return max(compute, memory) + _validate.non_negative("overhead", overhead)
-
-
-def bound(flops: float, bytes: float, acc: str | Accelerator, dtype: str = "fp16", overhead: float = 0.0) -> Bound:
-    """Which term dominates :func:`roofline_time`: ``'compute'``, ``'memory'`` or ``'overhead'``.
-
-    ``'overhead'`` when the fixed overhead exceeds both the compute and the memory time.
-    """
-    compute, memory = _times(flops, bytes, acc, dtype)
-    overhead = _validate.non_negative("overhead", overhead)
-    if overhead > max(compute, memory):
-        return "overhead"
-    return "compute" if compute >= memory else "memory"
+    if not callable(cost_of_batch):
+        raise TypeError("cost_of_batch must be a function batch -> Cost")
+    mfu = _validate.fraction("mfu", mfu)
+    ridge = mfu * ridge_point(acc, dtype=dtype)
+    c1, c2, c4 = (cost_of_batch(b) for b in (1, 2, 4))
+    f1, b1 = c1.flops, c2.bytes - c1.bytes
+    b0 = c1.bytes - b1
+    proportional = all(
+        math.isclose(c.flops, k * f1, rel_tol=1e-9) for c, k in ((c2, 2), (c4, 4))
+    )
+    if not (proportional and math.isclose(c4.bytes, b0 + 4 * b1, rel_tol=1e-9)):
+        raise ValueError(
+            "cost_of_batch must have flops proportional to the batch and bytes affine in it"
+        )
+    slope = f1 - ridge * b1
+    if slope <= 0:
+        return math.inf
+    return max(0.0, ridge * b0 / slope)

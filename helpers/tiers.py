@@ -1,15 +1,15 @@
-"""A tiered KV cache (HBM -> DRAM -> remote pool / SSD), prefetching, and batching under a latency target.
+"""A tiered KV cache (HBM -> DRAM -> remote pool / SSD) and prefetching.
 
 Each tier is a capacity, a bandwidth and a latency (:class:`Tier`). A request
 whose prefix is cached finds its blocks in one tier or another; for each
 chunk the rule of :mod:`helpers.kvcache` decides, with the same inequality:
 **fetch the chunk from its tier iff its transfer time is less than the time
-to recompute it** (:func:`prefill_time`). Prefetching overlaps the fetches
-with computation (:func:`pipelined_time`). :func:`max_batch_under_slo` picks
-the largest decode batch whose step meets a time-per-output-token target.
+to recompute it** (:func:`tiered_prefill`). Prefetching overlaps the fetches
+with computation (:func:`pipelined_time`).
 
 Conventions: SI units; a tier's bandwidth is what one request's fetch gets;
-recompute and prefill times are roofline times (:func:`helpers.kvcache.recompute_time`).
+recompute and prefill times are roofline times (:func:`helpers.inference.prefill_time`);
+a fetch from a tier is :func:`helpers.kvcache.transfer_time` with the tier as the link.
 
 References
 ----------
@@ -20,18 +20,16 @@ FAST'25 (tiered KV cache pool, layer-wise prefill overlapping KV loads).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
 
 import numpy as np
 
-from . import _validate
-from .hardware import Accelerator, Link, get_link
-from .kvcache import recompute_time, transfer_time
+from . import _validate, cachesim
+from .hardware import Accelerator, Link, get_accelerator, get_link
+from .inference import prefill_time
+from .kvcache import Verdict, transfer_time
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
-from .offload import colocated_step_time, max_batch_colocated
-
-Verdict = Literal["transfer", "recompute"]
 
 
 @dataclass(frozen=True)
@@ -64,26 +62,121 @@ class Tier:
         _validate.positive("bandwidth", self.bandwidth)
         _validate.non_negative("latency", self.latency)
 
-    def capacity_tokens(self, model: str | ModelConfig, dtype: str = "bf16") -> int:
+    def capacity_tokens(self, model: str | ModelConfig, *, dtype: str = "bf16") -> int:
         """Tokens of ``model``'s KV cache the tier holds: ``capacity_bytes // kv_cache_bytes_per_token``."""
-        return int(self.capacity_bytes // kv_cache_bytes_per_token(model, dtype))
+        return int(self.capacity_bytes // kv_cache_bytes_per_token(model, dtype=dtype))
 
     def as_link(self) -> Link:
         """The tier as a :class:`~helpers.hardware.Link`, so :mod:`helpers.kvcache` can time fetches from it."""
-        return Link(self.name, self.bandwidth, self.latency, self.source or "user-supplied")
+        return Link(
+            self.name, self.bandwidth, self.latency, self.source or "user-supplied"
+        )
 
     @classmethod
-    def from_link(cls, name: str, capacity_bytes: float, link: str | Link, n_links: int = 1) -> "Tier":
+    def from_link(
+        cls, name: str, capacity_bytes: float, link: str | Link, *, n_links: int = 1
+    ) -> Tier:
         """A tier reached through ``n_links`` catalog links (bandwidth adds up, latency is the link's)."""
         chosen = get_link(link)
         n_links = _validate.positive_int("n_links", n_links)
-        return cls(name, capacity_bytes, n_links * chosen.bandwidth, chosen.latency, chosen.source)
+        return cls(
+            name,
+            capacity_bytes,
+            n_links * chosen.bandwidth,
+            chosen.latency,
+            chosen.source,
+        )
 
 
-def fetch_time(model: str | ModelConfig, tokens: int, tier: Tier, dtype: str = "bf16") -> float:
-    """Seconds to fetch ``tokens`` tokens of KV cache from ``tier``: ``latency + bytes / bandwidth``."""
-    _check_tier(tier)
-    return transfer_time(model, tokens, tier.as_link(), dtype)
+NVME_LATENCY = 100e-6
+"""Seconds before an NVMe read's first byte arrives: an order-of-magnitude assumption, not a datasheet figure."""
+
+
+def nvme_tier(
+    name: str,
+    capacity_bytes: float,
+    *,
+    n_drives: int = 1,
+    latency: float = NVME_LATENCY,
+) -> Tier:
+    """A tier of ``n_drives`` NVMe SSDs, each on a PCIe 4.0 x4 slot.
+
+    Each drive gets a quarter of a PCIe 4.0 x16 link's bandwidth (x4 of x16
+    lanes: an upper bound for such a drive, about 7.9 GB/s); bandwidths add
+    up over drives, the ``latency`` (an assumption) is paid once per fetch.
+    """
+    n_drives = _validate.positive_int("n_drives", n_drives)
+    x16 = get_link("pcie4")
+    source = f"PCIe 4.0 x4 per drive, a quarter of {x16.name} ({x16.source}); latency: assumption"
+    return Tier(name, capacity_bytes, n_drives * x16.bandwidth / 4, latency, source)
+
+
+def example_hierarchy(
+    acc: str | Accelerator = "H100",
+    *,
+    n_gpus: int = 8,
+    hbm_bytes: float = 100e9,
+    dram_bytes: float = 1.5e12,
+    dram_link: str | Link = "pcie5",
+    pool_bytes: float = 15e12,
+    pool_link: str | Link = "cx7",
+    ssd_bytes: float = 60e12,
+) -> list[Tier]:
+    """The book's example KV-cache hierarchy on one server of ``n_gpus`` GPUs, fastest first.
+
+    * ``"HBM"``: ``hbm_bytes`` of the GPUs' memory kept for cached prefixes,
+      at their memory bandwidth, no latency;
+    * ``"host DRAM"``: ``dram_bytes`` over one ``dram_link`` per GPU;
+    * ``"remote pool"``: ``pool_bytes`` of other servers' memory over one
+      ``pool_link`` per GPU;
+    * ``"local SSD"``: ``ssd_bytes`` on one NVMe drive per GPU (:func:`nvme_tier`).
+
+    The hierarchy is inclusive (each tier also holds what the faster ones
+    hold, as :func:`trace_fractions` assumes), so each capacity is the tier's
+    whole size and they must grow from tier to tier. A tier of 0 bytes is left
+    out. The defaults are Chapter 9's: the capacities are illustrative
+    assumptions, the bandwidths the catalog's.
+
+    Raises
+    ------
+    ValueError
+        A capacity is negative, HBM is 0, or the capacities do not grow.
+    """
+    device = get_accelerator(acc)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    sizes = {
+        "hbm_bytes": _validate.positive("hbm_bytes", hbm_bytes),
+        "dram_bytes": _validate.non_negative("dram_bytes", dram_bytes),
+        "pool_bytes": _validate.non_negative("pool_bytes", pool_bytes),
+        "ssd_bytes": _validate.non_negative("ssd_bytes", ssd_bytes),
+    }
+    kept = [(name, size) for name, size in sizes.items() if size > 0]
+    for (low, a), (high, b) in zip(kept, kept[1:]):
+        if not b > a:
+            raise ValueError(
+                f"{high} ({b:.3g}) must exceed {low} ({a:.3g}): each tier also holds "
+                "what the faster ones hold, so capacities grow from HBM to DRAM to pool to SSD"
+            )
+    levels = [
+        Tier(
+            "HBM",
+            hbm_bytes,
+            n_gpus * device.memory_bandwidth,
+            0.0,
+            f"{device.source}; capacity: assumption",
+        )
+    ]
+    if dram_bytes > 0:
+        levels.append(
+            Tier.from_link("host DRAM", dram_bytes, dram_link, n_links=n_gpus)
+        )
+    if pool_bytes > 0:
+        levels.append(
+            Tier.from_link("remote pool", pool_bytes, pool_link, n_links=n_gpus)
+        )
+    if ssd_bytes > 0:
+        levels.append(nvme_tier("local SSD", ssd_bytes, n_drives=n_gpus))
+    return levels
 
 
 def _check_tier(tier: object) -> None:
@@ -91,8 +184,17 @@ def _check_tier(tier: object) -> None:
         raise TypeError(f"tier must be a Tier, got {type(tier).__name__}")
 
 
-def _prefill(model: ModelConfig, tokens: int, acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> float:
-    return 0.0 if tokens == 0 else recompute_time(model, tokens, acc, dtype, n_gpus, mfu)
+def _prefill(
+    model: ModelConfig,
+    tokens: int,
+    acc: str | Accelerator,
+    dtype: str,
+    n_gpus: int,
+    mfu: float,
+) -> float:
+    if tokens == 0:
+        return 0.0
+    return prefill_time(model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
 
 
 def span_compute_time(
@@ -100,25 +202,28 @@ def span_compute_time(
     start: int,
     stop: int,
     acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
 ) -> float:
     """Seconds to compute tokens ``start .. stop - 1`` of a prompt whose first ``start`` tokens are cached.
 
-    ``recompute_time(stop) - recompute_time(start)``: the FLOP of two
+    ``prefill_time(stop) - prefill_time(start)``: the FLOP of two
     prefills differ by exactly the work of the span (its tokens' weight
     matmuls and causal attention over ``stop (stop + 1) / 2 - start (start + 1) / 2``
     query-key pairs), so while prefill is compute-bound, which it is for all
     but the shortest prompts, the difference of the times is the span's time.
-    ``start = 0`` gives :func:`helpers.kvcache.recompute_time`.
+    ``start = 0`` gives :func:`helpers.inference.prefill_time`.
     """
     m = get_model(model)
     start = _validate.non_negative_int("start", start)
     stop = _validate.non_negative_int("stop", stop)
     if stop < start:
         raise ValueError(f"stop ({stop}) must be >= start ({start})")
-    return _prefill(m, stop, acc, dtype, n_gpus, mfu) - _prefill(m, start, acc, dtype, n_gpus, mfu)
+    return _prefill(m, stop, acc, dtype, n_gpus, mfu) - _prefill(
+        m, start, acc, dtype, n_gpus, mfu
+    )
 
 
 @dataclass(frozen=True)
@@ -187,7 +292,9 @@ class PrefillEstimate:
         return max(self.fetch_s, self.compute_s)
 
 
-def pipelined_time(fetch_s: float, compute_s: float, stages: int) -> float:
+def pipelined_time(
+    fetch_s: float | np.ndarray, compute_s: float | np.ndarray, stages: int
+) -> float | np.ndarray:
     """Time of fetch and compute pipelined over ``stages`` equal stages (e.g. layers).
 
     Stage ``i``'s compute needs stage ``i``'s fetch; the fetch of stage
@@ -196,20 +303,80 @@ def pipelined_time(fetch_s: float, compute_s: float, stages: int) -> float:
     ``f + c + (stages - 1) * max(f, c)``: the serial sum for one stage,
     approaching ``max(fetch_s, compute_s)`` as the stages multiply. Assumes
     equal stages and that fetching does not slow computing (separate engines).
+    Vectorised over ``fetch_s`` and ``compute_s`` (seconds, >= 0).
     """
-    fetch_s = _validate.non_negative("fetch_s", fetch_s)
-    compute_s = _validate.non_negative("compute_s", compute_s)
     stages = _validate.positive_int("stages", stages)
-    f, c = fetch_s / stages, compute_s / stages
-    return f + c + (stages - 1) * max(f, c)
+    f = np.asarray(fetch_s, dtype=float)
+    c = np.asarray(compute_s, dtype=float)
+    for name, value in (("fetch_s", f), ("compute_s", c)):
+        if np.any(~np.isfinite(value)) or np.any(value < 0):
+            raise ValueError(f"{name} must be finite and >= 0")
+    f, c = f / stages, c / stages
+    result = f + c + (stages - 1) * np.maximum(f, c)
+    return float(result) if result.ndim == 0 else result
 
 
-def prefill_time(
+ChunkPlan = tuple[int, int, int, float, float, bool]
+"""One chunk of a tiered prefill: (tier index, start, stop, fetch s, compute s, fetched?)."""
+
+
+def plan_chunks(
+    input_tokens: int,
+    counts: Sequence[int],
+    fetch: Callable[[int, int], float],
+    prefill: Callable[[int], float],
+) -> tuple[list[ChunkPlan], float, float]:
+    """The fetch-or-recompute rule over one request's chunks: the loop behind every tiered prefill.
+
+    The prompt's first ``counts[0]`` tokens are in tier 0, the next
+    ``counts[1]`` in tier 1, and so on; the rest is not cached. A chunk
+    ``[a, b)`` in tier ``k`` is fetched iff ``fetch(k, b - a) < prefill(b) -
+    prefill(a)``; the uncached tail is computed.
+
+    Parameters
+    ----------
+    input_tokens : int
+        Prompt length.
+    counts : sequence of int
+        Cached tokens per tier (their sum at most ``input_tokens``).
+    fetch : callable
+        ``(tier index, tokens) -> seconds`` to fetch that many tokens' KV cache.
+    prefill : callable
+        ``tokens -> seconds`` to prefill a prompt of that length (``0 -> 0``).
+
+    Returns
+    -------
+    (chunks, fetch_s, compute_s)
+        One :data:`ChunkPlan` per non-empty chunk, and the seconds spent
+        fetching and computing.
+    """
+    chunks: list[ChunkPlan] = []
+    start = 0
+    fetch_s = compute_s = 0.0
+    for k, count in enumerate(counts):
+        if count == 0:
+            continue
+        stop = start + count
+        f = fetch(k, count)
+        c = prefill(stop) - prefill(start)
+        fetched = f < c
+        chunks.append((k, start, stop, f, c, fetched))
+        if fetched:
+            fetch_s += f
+        else:
+            compute_s += c
+        start = stop
+    compute_s += prefill(input_tokens) - prefill(start)
+    return chunks, fetch_s, compute_s
+
+
+def tiered_prefill(
     model: str | ModelConfig,
     input_tokens: int,
     tiers: Sequence[Tier],
     cached_tokens: Sequence[int],
     acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
@@ -220,10 +387,10 @@ def prefill_time(
     next ``cached_tokens[1]`` in ``tiers[1]``, and so on (list the tiers
     fastest first: the oldest, most shared blocks of a prefix are the
     hottest); the rest is not cached. A chunk ``[a, b)`` is fetched iff
-    ``fetch_time(b - a) < span_compute_time(a, b)``, the inequality of
-    :func:`helpers.kvcache.breakeven` (for the first chunk, ``a = 0``, it is
-    exactly that function's verdict). Fetches of different chunks add up
-    (they share the GPU's input link).
+    ``transfer_time(b - a, tier) < span_compute_time(a, b)`` (:func:`plan_chunks`),
+    the inequality of :func:`helpers.kvcache.breakeven` (for the first chunk,
+    ``a = 0``, it is exactly that function's verdict). Fetches of different
+    chunks add up (they share the GPU's input link).
 
     Parameters
     ----------
@@ -235,47 +402,51 @@ def prefill_time(
         Tokens of the prefix found in each tier (same length as ``tiers``);
         their sum must not exceed ``input_tokens``.
     acc, dtype, n_gpus, mfu
-        The prefill hardware, as in :func:`helpers.kvcache.recompute_time`.
+        The prefill hardware, as in :func:`helpers.inference.prefill_time`.
     """
     m = get_model(model)
     input_tokens = _validate.positive_int("input_tokens", input_tokens)
     tiers = tuple(tiers)
-    counts = [_validate.non_negative_int(f"cached_tokens[{i}]", c) for i, c in enumerate(cached_tokens)]
+    counts = [
+        _validate.non_negative_int(f"cached_tokens[{i}]", c)
+        for i, c in enumerate(cached_tokens)
+    ]
     if len(counts) != len(tiers):
-        raise ValueError(f"cached_tokens has {len(counts)} entries but tiers has {len(tiers)}")
+        raise ValueError(
+            f"cached_tokens has {len(counts)} entries but tiers has {len(tiers)}"
+        )
     for tier in tiers:
         _check_tier(tier)
     if sum(counts) > input_tokens:
-        raise ValueError(f"cached_tokens add up to {sum(counts)}, more than input_tokens ({input_tokens})")
-    chunks = []
-    start = 0
-    fetch_s = compute_s = 0.0
-    for tier, count in zip(tiers, counts):
-        if count == 0:
-            continue
-        stop = start + count
-        fetch = fetch_time(m, count, tier, dtype)
-        recompute = span_compute_time(m, start, stop, acc, dtype, n_gpus, mfu)
-        verdict: Verdict = "transfer" if fetch < recompute else "recompute"
-        chunks.append(Chunk(tier.name, start, stop, fetch, recompute, verdict))
-        if verdict == "transfer":
-            fetch_s += fetch
-        else:
-            compute_s += recompute
-        start = stop
-    compute_s += span_compute_time(m, start, input_tokens, acc, dtype, n_gpus, mfu)
-    return PrefillEstimate(tuple(chunks), fetch_s, compute_s, m.n_layers)
+        raise ValueError(
+            f"cached_tokens add up to {sum(counts)}, more than input_tokens ({input_tokens})"
+        )
+    plans, fetch_s, compute_s = plan_chunks(
+        input_tokens,
+        counts,
+        lambda k, n: transfer_time(m, n, tiers[k], dtype=dtype),
+        lambda n: _prefill(m, n, acc, dtype, n_gpus, mfu),
+    )
+    chunks = tuple(
+        Chunk(tiers[k].name, a, b, f, c, "transfer" if fetched else "recompute")
+        for k, a, b, f, c, fetched in plans
+    )
+    return PrefillEstimate(chunks, fetch_s, compute_s, m.n_layers)
 
 
-def cached_tokens_from_fractions(input_tokens: int, fractions: Sequence[float]) -> list[int]:
-    """Turn per-tier fractions of the input (hit rates) into whole token counts for :func:`prefill_time`.
+def cached_tokens_from_fractions(
+    input_tokens: int, fractions: Sequence[float]
+) -> list[int]:
+    """Turn per-tier fractions of the input (hit rates) into whole token counts for :func:`tiered_prefill`.
 
     ``fractions[i]`` is the share of input tokens served from tier ``i``
     (e.g. from :func:`helpers.cachesim.tier_hit_fractions`); the rest,
     ``1 - sum(fractions)``, is the miss fraction. Counts are rounded down.
     """
     input_tokens = _validate.positive_int("input_tokens", input_tokens)
-    values = [_validate.non_negative(f"fractions[{i}]", f) for i, f in enumerate(fractions)]
+    values = [
+        _validate.non_negative(f"fractions[{i}]", f) for i, f in enumerate(fractions)
+    ]
     if sum(values) > 1 + 1e-9:
         raise ValueError(f"fractions add up to {sum(values):.6g} > 1")
     return [int(math.floor(f * input_tokens + 1e-9)) for f in values]
@@ -287,6 +458,7 @@ def expected_prefill_time(
     tiers: Sequence[Tier],
     fractions: Sequence[float],
     acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
@@ -307,7 +479,9 @@ def expected_prefill_time(
     if len(values) == len(tiers) + 1:
         values = values[:-1]
     counts = cached_tokens_from_fractions(input_tokens, values)
-    return prefill_time(model, input_tokens, tiers, counts, acc, dtype, n_gpus, mfu)
+    return tiered_prefill(
+        model, input_tokens, tiers, counts, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    )
 
 
 def tier_verdicts(
@@ -315,6 +489,7 @@ def tier_verdicts(
     prefix_tokens: int,
     tiers: Sequence[Tier],
     acc: str | Accelerator,
+    *,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
@@ -325,17 +500,25 @@ def tier_verdicts(
     :func:`helpers.kvcache.breakeven` with the tier as the link.
     """
     prefix_tokens = _validate.positive_int("prefix_tokens", prefix_tokens)
-    recompute = recompute_time(model, prefix_tokens, acc, dtype, n_gpus, mfu)
+    recompute = prefill_time(
+        model, prefix_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    )
     out = []
     for tier in tiers:
         _check_tier(tier)
-        fetch = fetch_time(model, prefix_tokens, tier, dtype)
-        out.append(Chunk(tier.name, 0, prefix_tokens, fetch, recompute, "transfer" if fetch < recompute else "recompute"))
+        fetch = transfer_time(model, prefix_tokens, tier, dtype=dtype)
+        verdict: Verdict = "transfer" if fetch < recompute else "recompute"
+        out.append(Chunk(tier.name, 0, prefix_tokens, fetch, recompute, verdict))
     return out
 
 
 def trace_fractions(
-    trace: object, tiers: Sequence[Tier], model: str | ModelConfig, dtype: str = "bf16", block_tokens: int = 512
+    trace: object,
+    tiers: Sequence[Tier],
+    model: str | ModelConfig,
+    *,
+    dtype: str = "bf16",
+    block_tokens: int = cachesim.TRACE_BLOCK_TOKENS,
 ) -> np.ndarray:
     """Fractions of a trace's prompt tokens served by each tier, then the miss fraction.
 
@@ -346,82 +529,7 @@ def trace_fractions(
     with strictly growing capacities; each tier's capacity in tokens is
     :meth:`Tier.capacity_tokens` for ``model``.
     """
-    from . import cachesim  # imported lazily: the simulator is only needed with a trace
-
     for tier in tiers:
         _check_tier(tier)
-    capacities = [tier.capacity_tokens(model, dtype) for tier in tiers]
+    capacities = [tier.capacity_tokens(model, dtype=dtype) for tier in tiers]
     return cachesim.tier_hit_fractions(trace, capacities, block_tokens=block_tokens)
-
-
-@dataclass(frozen=True)
-class SloBatch:
-    """The largest decode batch that meets a time-per-output-token (TPOT) target.
-
-    Attributes
-    ----------
-    batch : int
-        Sequences per step (0 when even one sequence misses the target or does not fit).
-    step_s : float
-        Seconds per decode step at that batch (at batch 1 when ``batch == 0``).
-    tokens_per_s : float
-        ``batch / step_s``: output tokens per second of the whole deployment.
-    limited_by : {'slo', 'memory', 'max_batch'}
-        What stopped the batch from growing.
-    """
-
-    batch: int
-    step_s: float
-    tokens_per_s: float
-    limited_by: Literal["slo", "memory", "max_batch"]
-
-
-def max_batch_under_slo(
-    model: str | ModelConfig,
-    context: int,
-    acc: str | Accelerator,
-    tpot_s: float,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    overhead: float = 0.0,
-    max_batch: int | None = None,
-) -> SloBatch:
-    """Largest continuous batch whose decode step takes at most ``tpot_s`` seconds.
-
-    The step time is the roofline time of :func:`helpers.llm.decode_cost` on
-    ``n_gpus`` devices (:func:`helpers.offload.colocated_step_time`) plus a
-    fixed ``overhead`` per step; it grows with the batch, so the largest
-    batch is found by bisection. With continuous batching the sequences of a
-    batch have different lengths; ``context`` stands for their mean (the
-    KV bytes read are linear in it). The batch is also capped by the KV cache
-    that fits beside the weights (:func:`helpers.offload.max_batch_colocated`)
-    and by ``max_batch`` if given.
-    """
-    tpot_s = _validate.positive("tpot_s", tpot_s)
-    overhead = _validate.non_negative("overhead", overhead)
-    memory_cap = max_batch_colocated(model, context, acc, n_gpus, dtype)
-    cap, reason = memory_cap, "memory"
-    if max_batch is not None:
-        max_batch = _validate.positive_int("max_batch", max_batch)
-        if max_batch < cap:
-            cap, reason = max_batch, "max_batch"
-
-    def step(b: int) -> float:
-        return colocated_step_time(model, context, b, acc, n_gpus, dtype) + overhead
-
-    if cap == 0:
-        one = step(1)
-        return SloBatch(0, one, 0.0, "memory")
-    if step(1) > tpot_s:
-        return SloBatch(0, step(1), 0.0, "slo")
-    if step(cap) <= tpot_s:
-        return SloBatch(cap, step(cap), cap / step(cap), reason)  # type: ignore[arg-type]
-    lo, hi = 1, cap  # step(lo) <= tpot < step(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if step(mid) <= tpot_s:
-            lo = mid
-        else:
-            hi = mid
-    return SloBatch(lo, step(lo), lo / step(lo), "slo")
-

@@ -52,7 +52,17 @@ def tiny_config(
     name: str = "tinygpt",
 ) -> ModelConfig:
     """A small Llama-shaped :class:`~helpers.llm.ModelConfig` (GQA, gated MLP) that runs quickly on a CPU."""
-    return ModelConfig(name, n_layers, d_model, n_heads, n_kv_heads, head_dim, d_ff, vocab_size, gated_mlp=True)
+    return ModelConfig(
+        name,
+        n_layers,
+        d_model,
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        d_ff,
+        vocab_size,
+        gated_mlp=True,
+    )
 
 
 def prefill_attention_pairs(tokens: int) -> tuple[int, float]:
@@ -82,8 +92,12 @@ def _rotary(x: torch.Tensor, start: int, base: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding of ``x`` (``(..., tokens, head_dim)``) for positions ``start, start + 1, ...``."""
     tokens, head_dim = x.shape[-2], x.shape[-1]
     half = head_dim // 2
-    inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
-    positions = torch.arange(start, start + tokens, device=x.device, dtype=torch.float32)
+    inv_freq = base ** (
+        -torch.arange(half, device=x.device, dtype=torch.float32) / half
+    )
+    positions = torch.arange(
+        start, start + tokens, device=x.device, dtype=torch.float32
+    )
     angles = positions[:, None] * inv_freq[None, :]
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     x1, x2 = x[..., :half], x[..., half : 2 * half]
@@ -112,7 +126,9 @@ class Block(nn.Module):
         batch, tokens, _ = x.shape
         return x.view(batch, tokens, n, self.config.head_dim).transpose(1, 2)
 
-    def qkv(self, x: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def qkv(
+        self, x: torch.Tensor, start: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Project ``x`` (``(batch, tokens, d_model)``) to rotated queries, keys and values, heads first."""
         h = self.attn_norm(x)
         q = _rotary(self._heads(self.wq(h), self.config.n_heads), start)
@@ -120,7 +136,13 @@ class Block(nn.Module):
         v = self._heads(self.wv(h), self.config.n_kv_heads)
         return q, k, v
 
-    def attention_core(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    def attention_core(
+        self,
+        q: torch.Tensor,
+        k_cache: torch.Tensor,
+        v_cache: torch.Tensor,
+        causal: bool = False,
+    ) -> torch.Tensor:
         """Softmax attention of ``q`` (``(b, n_heads, s, hd)``) over a cache (``(b, n_kv_heads, t, hd)``).
 
         Two batched matmuls (scores, weighted values), each ``2 * b * n_heads * s * t * head_dim``
@@ -136,7 +158,11 @@ class Block(nn.Module):
         scores = torch.matmul(qg, k_cache.transpose(-1, -2)) / math.sqrt(hd)
         if causal and s > 1:
             mask = torch.ones(s, t, dtype=torch.bool, device=q.device).triu(t - s + 1)
-            scores = scores.view(b, n_kv, group, s, t).masked_fill(mask, float("-inf")).view(b, n_kv, group * s, t)
+            scores = (
+                scores.view(b, n_kv, group, s, t)
+                .masked_fill(mask, float("-inf"))
+                .view(b, n_kv, group * s, t)
+            )
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
         return torch.matmul(probs, v_cache).reshape(b, n_heads, s, hd)
 
@@ -145,12 +171,18 @@ class Block(nn.Module):
         b, _, s, _ = attended.shape
         x = x + self.wo(attended.transpose(1, 2).reshape(b, s, self.config.q_dim))
         h = self.mlp_norm(x)
-        inner = self.up(h) if self.gate is None else nn.functional.silu(self.gate(h)) * self.up(h)
+        inner = (
+            self.up(h)
+            if self.gate is None
+            else nn.functional.silu(self.gate(h)) * self.up(h)
+        )
         if self.gate is None:
             inner = nn.functional.gelu(inner)
         return x + self.down(inner)
 
-    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Run the block on ``x`` after ``cache`` (or from position 0); return the output and the grown cache."""
         start = 0 if cache is None else cache[0].shape[2]
         q, k, v = self.qkv(x, start)
@@ -173,6 +205,22 @@ class DecodeInputs:
 
     queries: list[torch.Tensor]
     cache: KVCache
+
+    def head(self, batch: int) -> DecodeInputs:
+        """The first ``batch`` sequences: views of the queries and the cache, no copy.
+
+        Lets one cache built for the largest batch serve every smaller batch of a sweep.
+        """
+        batch = _validate.positive_int("batch", batch)
+        have = self.queries[0].shape[0]
+        if batch > have:
+            raise ValueError(
+                f"batch ({batch}) must be <= the {have} sequences these inputs hold"
+            )
+        return DecodeInputs(
+            [q[:batch] for q in self.queries],
+            [(k[:batch], v[:batch]) for k, v in self.cache],
+        )
 
 
 class TinyGPT(nn.Module):
@@ -197,7 +245,13 @@ class TinyGPT(nn.Module):
     >>> logits, cache = model.decode_step(logits.argmax(-1), cache)
     """
 
-    def __init__(self, config: ModelConfig | str, dtype: str = "fp32", device: str | torch.device | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        config: ModelConfig | str,
+        dtype: str = "fp32",
+        device: str | torch.device | None = None,
+        seed: int = 0,
+    ) -> None:
         super().__init__()
         self.config = get_model(config)
         self.dtype_name = dtype
@@ -214,8 +268,15 @@ class TinyGPT(nn.Module):
             for name, param in self.named_parameters():
                 if name.endswith("norm.weight"):
                     continue
-                fan_in = param.shape[-1] if param.ndim > 1 and not name.startswith("embed") else 1
-                param.copy_(torch.randn(param.shape, generator=generator, device=target) / math.sqrt(fan_in))
+                fan_in = (
+                    param.shape[-1]
+                    if param.ndim > 1 and not name.startswith("embed")
+                    else 1
+                )
+                param.copy_(
+                    torch.randn(param.shape, generator=generator, device=target)
+                    / math.sqrt(fan_in)
+                )
         self.to(dtype=torch_dtype(dtype))
         self.eval()
         self.requires_grad_(False)
@@ -227,15 +288,21 @@ class TinyGPT(nn.Module):
 
     def _tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         if not isinstance(tokens, torch.Tensor):
-            raise TypeError(f"tokens must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+            raise TypeError(
+                f"tokens must be a torch.Tensor of token ids, got {type(tokens).__name__}"
+            )
         if tokens.ndim == 1:
             tokens = tokens[:, None]
         if tokens.ndim != 2 or tokens.shape[1] < 1:
-            raise ValueError(f"tokens must have shape (batch, length) with length >= 1, got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must have shape (batch, length) with length >= 1, got {tuple(tokens.shape)}"
+            )
         return tokens.to(self.device)
 
     @torch.no_grad()
-    def _run(self, tokens: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+    def _run(
+        self, tokens: torch.Tensor, cache: KVCache | None
+    ) -> tuple[torch.Tensor, KVCache]:
         x = self.embed(tokens)
         grown: KVCache = []
         for i, block in enumerate(self.blocks):
@@ -253,7 +320,9 @@ class TinyGPT(nn.Module):
         """
         return self._run(self._tokens(tokens), None)
 
-    def decode_step(self, token: torch.Tensor, kv_cache: KVCache) -> tuple[torch.Tensor, KVCache]:
+    def decode_step(
+        self, token: torch.Tensor, kv_cache: KVCache
+    ) -> tuple[torch.Tensor, KVCache]:
         """Generate from one new token per sequence (``(batch,)`` or ``(batch, 1)``) after ``kv_cache``.
 
         Returns the logits ``(batch, vocab)`` and the cache grown by one token.
@@ -261,12 +330,19 @@ class TinyGPT(nn.Module):
         self._check_cache(kv_cache)
         token = self._tokens(token)
         if token.shape[1] != 1:
-            raise ValueError(f"token must hold one token per sequence, got shape {tuple(token.shape)}")
+            raise ValueError(
+                f"token must hold one token per sequence, got shape {tuple(token.shape)}"
+            )
         return self._run(token, kv_cache)
 
     def _check_cache(self, kv_cache: KVCache) -> None:
-        if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) != self.config.n_layers:
-            raise ValueError(f"kv_cache must be a list of {self.config.n_layers} (keys, values) pairs")
+        if (
+            not isinstance(kv_cache, (list, tuple))
+            or len(kv_cache) != self.config.n_layers
+        ):
+            raise ValueError(
+                f"kv_cache must be a list of {self.config.n_layers} (keys, values) pairs"
+            )
 
     def random_kv_cache(self, batch: int, context: int, seed: int = 0) -> KVCache:
         """A KV cache of ``context`` tokens for ``batch`` sequences filled with random numbers.
@@ -276,23 +352,35 @@ class TinyGPT(nn.Module):
         batch = _validate.positive_int("batch", batch)
         context = _validate.positive_int("context", context)
         m = self.config
-        generator = torch.Generator(device=self.device).manual_seed(_validate.non_negative_int("seed", seed))
+        generator = torch.Generator(device=self.device).manual_seed(
+            _validate.non_negative_int("seed", seed)
+        )
         shape = (batch, m.n_kv_heads, context, m.head_dim)
         dtype = torch_dtype(self.dtype_name)
         return [
-            tuple(torch.randn(shape, generator=generator, device=self.device, dtype=dtype) for _ in range(2))  # type: ignore[misc]
+            tuple(
+                torch.randn(shape, generator=generator, device=self.device, dtype=dtype)
+                for _ in range(2)
+            )  # type: ignore[misc]
             for _ in range(m.n_layers)
         ]
 
-    def decode_inputs(self, batch: int, kv_cache: KVCache, seed: int = 0) -> DecodeInputs:
+    def decode_inputs(
+        self, batch: int, kv_cache: KVCache, seed: int = 0
+    ) -> DecodeInputs:
         """Random queries (one per sequence and layer) ready for :meth:`decode_attention` over ``kv_cache``."""
         self._check_cache(kv_cache)
         batch = _validate.positive_int("batch", batch)
-        generator = torch.Generator(device=self.device).manual_seed(_validate.non_negative_int("seed", seed))
+        generator = torch.Generator(device=self.device).manual_seed(
+            _validate.non_negative_int("seed", seed)
+        )
         m = self.config
         shape = (batch, m.n_heads, 1, m.head_dim)
         dtype = torch_dtype(self.dtype_name)
-        queries = [torch.randn(shape, generator=generator, device=self.device, dtype=dtype) for _ in range(m.n_layers)]
+        queries = [
+            torch.randn(shape, generator=generator, device=self.device, dtype=dtype)
+            for _ in range(m.n_layers)
+        ]
         return DecodeInputs(queries, list(kv_cache))
 
     @torch.no_grad()
@@ -317,7 +405,9 @@ class TinyGPT(nn.Module):
             x = batch
         else:
             batch = _validate.positive_int("batch", batch)
-            x = torch.randn(batch, 1, self.config.d_model).to(device=self.device, dtype=self.lm_head.weight.dtype)
+            x = torch.randn(batch, 1, self.config.d_model).to(
+                device=self.device, dtype=self.lm_head.weight.dtype
+            )
         for block in self.blocks:
             x = block.linear_parts(x)
         return x

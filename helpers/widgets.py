@@ -16,7 +16,8 @@ through display handles, so
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -45,7 +46,9 @@ class _Controls:
     def __init__(self, box: Any) -> None:
         self.box = box
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> dict[str, Any]:
         bundle = self.box._repr_mimebundle_(include=include, exclude=exclude) or {}
         bundle = dict(bundle)
         bundle["text/html"] = LIVE_NOTE
@@ -68,7 +71,12 @@ class Calculator:
         Figure size in inches.
     """
 
-    def __init__(self, controls: Mapping[str, Any], render: Render, figsize: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self,
+        controls: Mapping[str, Any],
+        render: Render,
+        figsize: tuple[float, float] | None = None,
+    ) -> None:
         if not controls:
             raise ValueError("controls must contain at least one control")
         if not callable(render):

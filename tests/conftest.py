@@ -2,8 +2,13 @@
 
 Hypothesis runs with ``deadline=None`` (timings on a shared 2-core CI machine
 jitter; a deadline would make property tests flaky) and about 50 examples per
-property, so the whole suite stays well under a minute. Set
-``HYPOTHESIS_PROFILE=thorough`` for a longer search.
+property. Set ``HYPOTHESIS_PROFILE=thorough`` for a longer search. Tests that
+spawn processes, measure this machine or replay the real traces are marked
+``slow`` (``-m "not slow"`` skips them).
+
+Torch runs on one CPU thread, as in the labs: its intra-op thread pool spins
+while it waits, so on a busy 2-core machine the many tiny TinyGPT forward
+passes of the property tests take several times longer with two threads.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+os.environ.setdefault(
+    "OMP_NUM_THREADS", "1"
+)  # read by torch when a test first imports it
 matplotlib.use("Agg")
 
 settings.register_profile(

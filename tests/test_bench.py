@@ -19,6 +19,7 @@ from helpers.roofline import ridge_point, roofline_time  # noqa: E402
 CPU = torch.device("cpu")
 
 
+@pytest.mark.slow
 def test_time_fn_positive_and_grows_with_work():
     """time_fn's median is > 0 and a 100x larger reduction takes longer than a small one."""
     small = torch.ones(10_000)
@@ -35,6 +36,7 @@ def test_time_fn_spread_needs_four_repeats():
     assert bench.time_fn(lambda: None, warmup=0, repeats=3, dev=CPU).spread == 0.0
 
 
+@pytest.mark.slow
 def test_measure_memory_bandwidth_sane():
     """A 32 MiB copy gives a positive bandwidth below 1e13 B/s, and counts 2 bytes moved per byte copied."""
     m = bench.measure_memory_bandwidth(32 << 20, repeats=3, dev=CPU)
@@ -43,6 +45,7 @@ def test_measure_memory_bandwidth_sane():
     assert m.device == bench.device_name(CPU)
 
 
+@pytest.mark.slow
 def test_measure_matmul_flops_fp32_sane():
     """A 256x256 fp32 matmul (2 * 256^3 FLOP per call) runs at a positive rate below 1e15 FLOP/s."""
     m = bench.measure_matmul_flops("fp32", n=256, repeats=3, dev=CPU)
@@ -50,17 +53,18 @@ def test_measure_matmul_flops_fp32_sane():
     assert m.unit == "FLOP/s" and m.work == 2 * 256**3
 
 
+@pytest.mark.slow
 def test_measured_accelerator_quick():
     """measured_accelerator(quick=True) builds an Accelerator every roofline function accepts."""
     acc = bench.measured_accelerator(dtypes=("fp32",), dev=CPU, quick=True)
     assert isinstance(acc, Accelerator)
     assert acc.name.startswith("measured: CPU")
-    ridge = ridge_point(acc, "fp32")
-    assert ridge > 0 and ridge == acc.flops("fp32") / acc.memory_bandwidth
-    assert roofline_time(1e9, 1e6, acc, "fp32") > 0
+    assert ridge_point(acc, dtype="fp32") > 0
+    assert roofline_time(1e9, 1e6, acc, dtype="fp32") >= 1e6 / acc.memory_bandwidth
     assert acc.memory_capacity > 1e8  # the host has at least 100 MB of RAM
 
 
+@pytest.mark.slow
 def test_device_description():
     """device_name and describe_device name the CPU when no GPU is present; supported dtypes include fp32."""
     assert bench.device_name(CPU).startswith("CPU: ")

@@ -19,65 +19,93 @@ def test_layer_cost_rebuilds_resnet50_layers_at_any_batch(batch, dtype):
     base = ops.resnet50_layers(1, dtype=dtype)
     target = ops.resnet50_layers(batch, dtype=dtype)
     for a, b in zip(base, target):
-        cost = convnets.layer_cost(a, batch, dtype)
-        assert_allclose([cost.flops, cost.bytes], [b.cost.flops, b.cost.bytes], rtol=1e-12)
+        cost = convnets.layer_cost(a, batch, dtype=dtype)
+        assert_allclose(
+            [cost.flops, cost.bytes], [b.cost.flops, b.cost.bytes], rtol=1e-12
+        )
 
 
 def test_resnet50_is_4_1_gmac_8_2_gflop():
     """torchvision's ResNet-50 (v1.5) "4.09 GFLOPS" are multiply-accumulates: 8.2 GFLOP per image."""
-    rows = convnets.resnet50_roofline("t4", "fp16", 1)
+    rows = convnets.resnet50_roofline(1, "t4", dtype="fp16")
     assert_allclose(sum(r.flops for r in rows) / 2, 4.09e9, rtol=0.01)
 
 
-@pytest.mark.parametrize("acc, dtype", [("t4", "fp16"), ("t4", "fp32"), ("a100", "fp16"), ("a100", "fp32")])
+@pytest.mark.parametrize(
+    "acc, dtype", [("t4", "fp16"), ("t4", "fp32"), ("a100", "fp16"), ("a100", "fp32")]
+)
 def test_bound_follows_intensity_versus_ridge(acc, dtype):
     """A layer is memory-bound exactly when its intensity is below the ridge point; its time is the roofline max."""
-    ridge = roofline.ridge_point(acc, dtype)
-    for row in convnets.resnet50_roofline(acc, dtype, 1):
+    ridge = roofline.ridge_point(acc, dtype=dtype)
+    device = hardware.get_accelerator(acc)
+    for row in convnets.resnet50_roofline(1, acc, dtype=dtype):
         assert (row.bound == "memory") == (row.intensity < ridge)
-        device = hardware.get_accelerator(acc)
-        assert_allclose(row.time, max(row.flops / device.flops(dtype), row.bytes / device.memory_bandwidth), rtol=1e-12)
+        expected = max(
+            row.flops / device.flops(dtype), row.bytes / device.memory_bandwidth
+        )
+        assert_allclose(row.seconds, expected, rtol=1e-12)
+        assert_allclose(
+            row.attainable,
+            min(device.flops(dtype), row.intensity * device.memory_bandwidth),
+            rtol=1e-12,
+        )
 
 
 def test_crossing_batch_separates_memory_and_compute_bound():
     """Each layer is memory-bound below its crossing batch and compute-bound from the next whole batch on."""
-    for row, layer in zip(convnets.resnet50_roofline("a100", "fp16", 1), ops.resnet50_layers(1)):
+    ridge = roofline.ridge_point("a100", dtype="fp16")
+    for row, layer in zip(
+        convnets.resnet50_roofline(1, "a100", dtype="fp16"), ops.resnet50_layers(1)
+    ):
         crossing = row.crossing_batch
         if math.isinf(crossing):
             big = convnets.layer_cost(layer, 4096)
-            assert big.intensity < roofline.ridge_point("a100", "fp16")
+            assert big.intensity < ridge
             continue
         above = convnets.layer_cost(layer, max(1, math.ceil(crossing)))
-        assert above.intensity >= roofline.ridge_point("a100", "fp16") * (1 - 1e-12)
+        assert above.intensity >= ridge * (1 - 1e-12)
         if crossing > 1:
             below = convnets.layer_cost(layer, math.floor(crossing))
-            assert below.intensity < roofline.ridge_point("a100", "fp16")
+            assert below.intensity < ridge
 
 
 def test_fp32_on_t4_has_fewer_memory_bound_layers_than_fp16():
     """The T4's fp32 ridge (8.1 TFLOP/s / 320 GB/s) is 8x lower than fp16's: far fewer layers are memory-bound."""
-    fp32 = convnets.count_memory_bound("t4", "fp32", 1)
-    fp16 = convnets.count_memory_bound("t4", "fp16", 1)
+    fp32 = convnets.count_memory_bound(1, "t4", dtype="fp32")
+    fp16 = convnets.count_memory_bound(1, "t4", dtype="fp16")
     assert fp32 < fp16 / 2
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(1, 256), st.integers(1, 256), st.sampled_from(["t4", "a100", "h100"]))
+@given(
+    st.integers(1, 256), st.integers(1, 256), st.sampled_from(["t4", "a100", "h100"])
+)
 def test_batching_never_adds_memory_bound_layers(b1, b2, acc):
     """A larger batch never makes more ResNet-50 layers memory-bound (intensity grows with batch)."""
     small, large = sorted((b1, b2))
-    assert convnets.count_memory_bound(acc, "fp16", large) <= convnets.count_memory_bound(acc, "fp16", small)
+    assert convnets.count_memory_bound(large, acc) <= convnets.count_memory_bound(
+        small, acc
+    )
 
 
 @pytest.mark.parametrize(
     "call, param, exc",
     [
         (lambda: convnets.layer_cost("conv1", 1), "layer", TypeError),
-        (lambda: convnets.layer_cost(ops.resnet50_layers(1)[0], 0), "batch", ValueError),
-        (lambda: convnets.resnet50_roofline("t4", "bf16"), "dtype", KeyError),
-        (lambda: convnets.resnet50_roofline("t4", "fp16", batch=0), "batch", ValueError),
-        (lambda: convnets.resnet50_roofline("t4", "fp16", image_size=16), "image_size", ValueError),
-        (lambda: convnets.count_memory_bound("x", "fp16"), "accelerator", KeyError),
+        (
+            lambda: convnets.layer_cost(ops.resnet50_layers(1)[0], 0),
+            "batch",
+            ValueError,
+        ),
+        (lambda: convnets.resnet50_roofline(1, "t4", dtype="bf16"), "dtype", KeyError),
+        (lambda: convnets.resnet50_roofline(0, "t4"), "batch", ValueError),
+        (
+            lambda: convnets.resnet50_roofline(1, "t4", image_size=16),
+            "image_size",
+            ValueError,
+        ),
+        (lambda: convnets.resnet50_roofline(1, "t4", "fp16"), "positional", TypeError),
+        (lambda: convnets.count_memory_bound(1, "x"), "accelerator", KeyError),
     ],
 )
 def test_bad_input_names_the_parameter(call, param, exc):
@@ -87,18 +115,24 @@ def test_bad_input_names_the_parameter(call, param, exc):
 
 
 @settings(max_examples=40)
-@given(c=st.integers(1, 512), k=st.integers(1, 512), kernel=st.sampled_from([1, 3, 5, 7]))
-def test_activation_ceiling_bounds_conv_intensity_and_is_its_large_batch_limit(c, k, kernel):
+@given(
+    c=st.integers(1, 512), k=st.integers(1, 512), kernel=st.sampled_from([1, 3, 5, 7])
+)
+def test_activation_ceiling_bounds_conv_intensity_and_is_its_large_batch_limit(
+    c, k, kernel
+):
     """Hand-derived: 1/I = w/(2NHW) + w(C+K)/(2KCRS), so I < I_act at any batch and I -> I_act as N grows."""
     ceiling = convnets.activation_ceiling(c, k, kernel)
     assert ops.conv2d_cost(1, c, k, 14, 14, kernel).intensity < ceiling
     big = ops.conv2d_cost(4096, c, k, 14, 14, kernel).intensity
-    assert_allclose(big, ceiling, rtol=0.01 + ceiling / convnets.filter_limit(4096, 14, 14))
+    assert_allclose(
+        big, ceiling, rtol=0.01 + ceiling / convnets.filter_limit(4096, 14, 14)
+    )
 
 
 def test_filter_limit_is_the_many_channel_limit():
     """With C = K growing, a 14 x 14 fp16 convolution's intensity approaches 2 N H W / w = 196 at batch 1."""
-    limit = convnets.filter_limit(1, 14, 14, "fp16")
+    limit = convnets.filter_limit(1, 14, 14, dtype="fp16")
     assert limit == 2 * 14 * 14 / 2
     near = ops.conv2d_cost(1, 1 << 15, 1 << 15, 14, 14, 3).intensity
     assert near < limit

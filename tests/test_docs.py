@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_helpers_module_is_in_the_api_reference():
     """appendix/api.md documents each helpers/<module>.py with automodule."""
     api = (ROOT / "appendix" / "api.md").read_text(encoding="utf-8")
-    modules = sorted(p.stem for p in (ROOT / "helpers").glob("*.py") if not p.stem.startswith("_"))
+    modules = sorted(
+        p.stem for p in (ROOT / "helpers").glob("*.py") if not p.stem.startswith("_")
+    )
     missing = [m for m in modules if f".. automodule:: helpers.{m}\n" not in api]
     assert missing == [], f"modules missing from appendix/api.md: {missing}"
 

@@ -28,7 +28,9 @@ def test_right_answer():
     assert check(0, 0).startswith("Right")
 
 
-@pytest.mark.parametrize("factor, power", [(1e3, "10^3"), (1e-3, "10^-3"), (1e6, "10^6"), (1e-9, "10^-9")])
+@pytest.mark.parametrize(
+    "factor, power", [(1e3, "10^3"), (1e-3, "10^-3"), (1e6, "10^6"), (1e-9, "10^-9")]
+)
 def test_unit_slip(factor, power):
     """An answer off by exactly 10^(3k) (e.g. GB/s typed where bytes/s was asked) is a unit slip, not right."""
     msg = check(EXPECTED * factor, EXPECTED, unit="FLOP/byte")
@@ -39,15 +41,23 @@ def test_unit_slip(factor, power):
 def test_too_high_and_too_low_with_hint():
     """Other wrong answers say too high / too low and append the hint."""
     high = check(300, EXPECTED, hint="divide peak by bandwidth")
-    assert "too high" in high and high.startswith("Not yet") and "divide peak by bandwidth" in high
+    assert (
+        "too high" in high
+        and high.startswith("Not yet")
+        and "divide peak by bandwidth" in high
+    )
     low = check(100, EXPECTED)
     assert "too low" in low and "Hint" not in low
     assert "too low" in check(0, EXPECTED)
     assert "too low" in check(-203, EXPECTED)  # sign errors are not unit slips
-    assert "too high" in check(EXPECTED * 10, EXPECTED)  # a factor 10 is not a 10^3 unit slip
+    assert "too high" in check(
+        EXPECTED * 10, EXPECTED
+    )  # a factor 10 is not a 10^3 unit slip
 
 
-@pytest.mark.parametrize("answer", [None, "203", True, float("nan"), float("inf"), -float("inf"), [203]])
+@pytest.mark.parametrize(
+    "answer", [None, "203", True, float("nan"), float("inf"), -float("inf"), [203]]
+)
 def test_non_number_is_not_checked(answer):
     """The placeholder None, strings, bools, NaN and infinities get "Not checked", never an exception
     (a notebook cell must always print a message)."""
@@ -55,10 +65,14 @@ def test_non_number_is_not_checked(answer):
     assert msg.startswith("Not checked")
 
 
-@given(st.floats(min_value=1e-6, max_value=1e12), st.floats(min_value=0.001, max_value=0.5))
+@given(
+    st.floats(min_value=1e-6, max_value=1e12), st.floats(min_value=0.001, max_value=0.5)
+)
 def test_within_tolerance_is_right(expected, rel_tol):
     """Property: any answer within half the tolerance is Right; one 3x too big is never Right."""
-    assert check(expected * (1 + rel_tol / 2), expected, rel_tol=rel_tol).startswith("Right")
+    assert check(expected * (1 + rel_tol / 2), expected, rel_tol=rel_tol).startswith(
+        "Right"
+    )
     assert not check(expected * 3, expected, rel_tol=rel_tol).startswith("Right")
 
 

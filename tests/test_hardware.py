@@ -6,13 +6,20 @@ test's docstring, not copied from the module, so a typo in the catalog fails.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 from numpy.testing import assert_allclose
 
 from helpers import hardware
-from helpers.hardware import DTYPE_BYTES, get_accelerator, get_link
+from helpers.hardware import (
+    DTYPE_BYTES,
+    GIB,
+    from_device_name,
+    get_accelerator,
+    get_link,
+)
 
 T4_DATASHEET = "NVIDIA T4 Tensor Core GPU datasheet (951643): FP32 8.1 TFLOPS, mixed FP16/FP32 65 TFLOPS, INT8 130 TOPS, 320+ GB/s"
 A100_DATASHEET = "NVIDIA A100 datasheet (1758950-r4): TF32 156 (312*), BF16/FP16 312 (624*), FP32 19.5 TFLOPS; 1,555 GB/s (40GB), 2,039 GB/s (80GB SXM)"
@@ -66,7 +73,9 @@ def test_t4_matches_datasheet():
     assert_allclose(t4.flops("fp32"), 8.1e12, rtol=1e-12)
     assert_allclose(t4.flops("int8"), 130e12, rtol=1e-12)
     assert_allclose(t4.memory_bandwidth, 320e9, rtol=1e-12)
-    assert_allclose(t4.memory_capacity, 16e9, rtol=1e-12)
+    assert (
+        t4.memory_capacity == 16 * 2**30
+    )  # the datasheet's "16 GB GDDR6" read as GiB: 17,179,869,184 bytes
 
 
 def test_a100_matches_datasheet():
@@ -82,8 +91,9 @@ def test_a100_matches_datasheet():
         assert_allclose(acc.flops("fp32"), 19.5e12, rtol=1e-12)
     assert_allclose(a40.memory_bandwidth, 1555e9, rtol=1e-12)
     assert_allclose(a80.memory_bandwidth, 2039e9, rtol=1e-12)
-    assert_allclose(a40.memory_capacity, 40e9, rtol=1e-12)
-    assert_allclose(a80.memory_capacity, 80e9, rtol=1e-12)
+    # "40GB" and "80GB" HBM2(e) read as GiB: 42,949,672,960 and 85,899,345,920 bytes
+    assert a40.memory_capacity == 40 * 2**30 == 42_949_672_960
+    assert a80.memory_capacity == 80 * 2**30 == 85_899_345_920
 
 
 def test_h100_sxm_matches_datasheet_dense():
@@ -107,8 +117,12 @@ def test_h200_and_l4_match_datasheets():
     """
     h200 = get_accelerator("H200")
     assert_allclose(h200.memory_bandwidth, 4.8e12, rtol=1e-12)
-    assert_allclose(h200.memory_capacity, 141e9, rtol=1e-12)
-    assert_allclose(h200.flops("bf16"), get_accelerator("H100").flops("bf16"), rtol=1e-12)
+    assert (
+        h200.memory_capacity == 141 * 2**30
+    )  # "141GB HBM3e" read as GiB: 151,397,597,184 bytes
+    assert_allclose(
+        h200.flops("bf16"), get_accelerator("H100").flops("bf16"), rtol=1e-12
+    )
     l4 = get_accelerator("L4")
     assert_allclose(l4.flops("fp16"), 242e12 / 2, rtol=1e-3)
     assert_allclose(l4.memory_bandwidth, 300e9, rtol=1e-12)
@@ -148,7 +162,14 @@ def test_dense_not_sparse():
     a100 = get_accelerator("A100")
     assert_allclose(a100.flops("tf32"), 156e12, rtol=1e-12)
     assert a100.flops("tf32") != 312e12
-    for name in ("A100 SXM4 40GB", "A100 SXM4 80GB", "A800", "H100 SXM", "H800", "H200"):
+    for name in (
+        "A100 SXM4 40GB",
+        "A100 SXM4 80GB",
+        "A800",
+        "H100 SXM",
+        "H800",
+        "H200",
+    ):
         acc = get_accelerator(name)
         assert_allclose(acc.flops("bf16"), 2 * acc.flops("tf32"), rtol=2e-3)
         assert "dense" in acc.notes.lower() or "sparse" in acc.notes.lower()
@@ -183,7 +204,9 @@ def test_alias_a100_is_80gb_and_h100_is_sxm():
     assert get_accelerator("a100-40gb") is get_accelerator("A100 SXM4 40GB")
 
 
-@pytest.mark.parametrize("spelling", ["h100", "H100", "  H100 sxm ", "h100 SXM", "H100 SXM5"])
+@pytest.mark.parametrize(
+    "spelling", ["h100", "H100", "  H100 sxm ", "h100 SXM", "H100 SXM5"]
+)
 def test_lookup_is_case_insensitive(spelling):
     """Look-ups ignore case and surrounding spaces (readers type names into calculators)."""
     assert get_accelerator(spelling) is get_accelerator("H100 SXM")
@@ -220,7 +243,7 @@ def test_names_and_aliases_are_unique():
 def test_catalog_is_immutable():
     """Catalog entries are frozen: a chapter cannot change a datasheet figure by accident."""
     t4 = get_accelerator("T4")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         t4.memory_bandwidth = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError):
         t4.peak_flops["fp16"] = 1.0  # type: ignore[index]
@@ -262,7 +285,9 @@ def test_missing_dtype_raises_keyerror():
 
 def test_dtype_bytes():
     """Bytes per element: fp32/tf32 4, fp16/bf16 2, fp8/int8 1; unknown -> KeyError naming dtype."""
-    assert [hardware.dtype_bytes(d) for d in ("fp32", "TF32", "fp16", "bf16", "fp8", "int8")] == [4, 4, 2, 2, 1, 1]
+    assert [
+        hardware.dtype_bytes(d) for d in ("fp32", "TF32", "fp16", "bf16", "fp8", "int8")
+    ] == [4, 4, 2, 2, 1, 1]
     assert set(DTYPE_BYTES) == {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"}
     with pytest.raises(KeyError, match="dtype"):
         hardware.dtype_bytes("fp64")
@@ -275,7 +300,9 @@ def test_accelerator_validates_fields():
     with pytest.raises(ValueError, match="peak_flops"):
         hardware.Accelerator("x", {}, 1e9, 1e9, "https://example.org")
     with pytest.raises(ValueError, match="peak_flops"):
-        hardware.Accelerator("x", {"fp16": float("nan")}, 1e9, 1e9, "https://example.org")
+        hardware.Accelerator(
+            "x", {"fp16": float("nan")}, 1e9, 1e9, "https://example.org"
+        )
     with pytest.raises(KeyError, match="dtype"):
         hardware.Accelerator("x", {"fp64": 1e12}, 1e9, 1e9, "https://example.org")
     with pytest.raises(ValueError, match="latency"):
@@ -292,7 +319,9 @@ def test_catalog_markdown_lists_every_accelerator_and_link():
         assert f"| {link.name} |" in text
     table_rows = [l for l in text.splitlines() if l.startswith("| ")]
     # three header rows, two rows per accelerator (throughput, memory), one per link
-    assert len(table_rows) == 3 + 2 * len(hardware.accelerators()) + len(hardware.links())
+    assert len(table_rows) == 3 + 2 * len(hardware.accelerators()) + len(
+        hardware.links()
+    )
     # the T4's fp16 peak (65) and fp16 ridge (65e12 / 320e9 = 203) appear in its rows
     t4_rows = [l for l in text.splitlines() if l.startswith("| T4 |")]
     assert any("| 65.0 |" in l for l in t4_rows)
@@ -304,3 +333,139 @@ def test_catalog_notes_cover_every_entry():
     text = hardware.catalog_notes_markdown()
     for item in (*hardware.accelerators(), *hardware.links()):
         assert f"- **{item.name}:** {item.notes}" in text
+
+
+def test_memory_capacities_are_gib():
+    """Capacities are the datasheet's "GB" read as GiB (hardware.GIB = 2**30), so each is a whole number of GiB.
+
+    Datasheets: T4 16, V100 32, A100 40 / 80, A800 80, H100 80, H800 80, H200 141, H20 96, L4 24, A10G 24,
+    RTX 4090 24 GB. An 80 GB H100 reports 81,559 MiB = 79.65 GiB to the driver, within 0.5 % of 80 GiB
+    (and 6.9 % above 80e9 bytes), which is why GiB is the closer reading.
+    """
+    assert GIB == 1024**3
+    expected = {
+        "T4": 16,
+        "V100 SXM2": 32,
+        "A100 SXM4 40GB": 40,
+        "A100 SXM4 80GB": 80,
+        "A800 SXM4 80GB": 80,
+        "H100 SXM": 80,
+        "H800 SXM": 80,
+        "H200 SXM": 141,
+        "H20": 96,
+        "L4": 24,
+        "A10G": 24,
+        "RTX 4090": 24,
+    }
+    assert {
+        a.name: a.memory_capacity / 2**30 for a in hardware.accelerators()
+    } == expected
+    assert abs(81_559 * 2**20 / get_accelerator("H100").memory_capacity - 1) < 0.005
+
+
+def test_half_dtype():
+    """The 16-bit dtype each device computes fastest in: bf16 where it has a figure (Ampere and later), else fp16.
+
+    T4 (Turing) and V100 (Volta) have fp16 tensor cores only; an Accelerator with neither has none.
+    """
+    assert get_accelerator("T4").half_dtype == "fp16"
+    assert get_accelerator("V100").half_dtype == "fp16"
+    for name in ("A100", "H100", "H20", "L4", "A10G", "RTX 4090"):
+        assert get_accelerator(name).half_dtype == "bf16", name
+    fp32_only = hardware.Accelerator(
+        "x", {"fp32": 1e12}, 1e9, 1e9, "https://example.org"
+    )
+    assert fp32_only.half_dtype is None
+    fp16_only = hardware.Accelerator(
+        "y", {"fp16": 1e12, "fp32": 1e11}, 1e9, 1e9, "https://example.org"
+    )
+    assert fp16_only.half_dtype == "fp16"
+    for acc in hardware.accelerators():
+        assert acc.half_dtype in acc.dtypes
+
+
+# --- torch device names ------------------------------------------------------------------
+
+TORCH_NAMES = [
+    # (torch.cuda.get_device_name(), catalog entry)
+    ("Tesla T4", "T4"),
+    ("Tesla V100-SXM2-16GB", "V100 SXM2"),
+    ("Tesla V100-SXM2-32GB", "V100 SXM2"),
+    ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
+    ("NVIDIA A100 80GB PCIe", "A100 SXM4 80GB"),
+    ("NVIDIA A800-SXM4-80GB", "A800 SXM4 80GB"),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("NVIDIA H800", "H800 SXM"),
+    ("NVIDIA H200", "H200 SXM"),
+    ("NVIDIA H20", "H20"),
+    ("NVIDIA L4", "L4"),
+    ("NVIDIA A10G", "A10G"),
+    ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+]
+"""Device names as torch.cuda.get_device_name() spells them on each catalog part (Colab, AWS, GCP, vendors' docs)."""
+
+NOT_IN_CATALOG = [
+    "CPU: Intel(R) Xeon(R) Processor (2 threads)",
+    "NVIDIA H100 PCIe",  # 756 dense bf16 TFLOP/s and 2 TB/s, not the SXM's 989.4 and 3.35 (H100 datasheet)
+    "NVIDIA H100 NVL",
+    "NVIDIA H200 NVL",  # 1,671 sparse bf16 TFLOP/s against the SXM's 1,979 (H200 datasheet)
+    "NVIDIA H800 PCIe",  # the H100 PCIe's ceilings, not the H800 SXM's
+    "NVIDIA RTX A6000",
+    "NVIDIA L40S",
+    "NVIDIA A10",
+    "Tesla P100-PCIE-16GB",
+    "NVIDIA GeForce RTX 4080",
+]
+
+
+@pytest.mark.parametrize("torch_name, catalog", TORCH_NAMES)
+def test_from_device_name_maps_torch_names(torch_name, catalog):
+    """Names as torch.cuda.get_device_name() spells them find their datasheet entry (helpers.hardware sources)."""
+    assert from_device_name(torch_name) is get_accelerator(catalog)
+    assert from_device_name(torch_name.upper()) is get_accelerator(
+        catalog
+    )  # case does not matter
+
+
+@pytest.mark.parametrize("name", NOT_IN_CATALOG)
+def test_from_device_name_none_without_a_datasheet(name):
+    """A CPU, an unlisted GPU or a variant with other ceilings has no datasheet roofline: None, not a wrong one."""
+    assert from_device_name(name) is None
+
+
+def test_every_accelerator_is_reached_from_a_torch_name():
+    """Each catalog entry is found from at least one real torch device name, so every lab recognises it."""
+    reached = {from_device_name(torch_name).name for torch_name, _ in TORCH_NAMES}
+    assert reached == {a.name for a in hardware.accelerators()}
+
+
+def test_no_torch_name_matches_two_entries():
+    """The torch_names patterns never overlap on a real name (h200 vs h20, a100 40GB vs 80GB, a10g vs a100)."""
+    for torch_name in [n for n, _ in TORCH_NAMES] + NOT_IN_CATALOG:
+        key = torch_name.lower()
+        claims = [
+            a.name
+            for a in hardware.accelerators()
+            if any(re.search(p, key) for p in a.torch_names)
+        ]
+        assert len(claims) <= 1, (torch_name, claims)
+
+
+def test_from_device_name_reports_overlapping_patterns(monkeypatch):
+    """Two entries claiming one name is a catalog bug: RuntimeError naming both, not a silent first match."""
+    twin = hardware.Accelerator(
+        "T4 twin", {"fp16": 1e12}, 1e9, 1e9, "https://example.org", torch_names=(r"t4",)
+    )
+    monkeypatch.setattr(hardware, "_ACCELERATORS", hardware._ACCELERATORS + (twin,))
+    with pytest.raises(RuntimeError, match="T4 twin"):
+        from_device_name("Tesla T4")
+
+
+def test_from_device_name_rejects_bad_input():
+    """A non-string or empty name raises with the parameter named."""
+    with pytest.raises(TypeError, match="device_name"):
+        from_device_name(4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="device_name"):
+        from_device_name("  ")

@@ -1,9 +1,12 @@
-"""Tests for :mod:`helpers.inference`: roofline bounds on prefill and decode, and the decode batch that fits.
+"""Tests for :mod:`helpers.inference`: prefill and decode step times, the batch that fits, batches under a TBT target.
 
 The costs come from :mod:`helpers.llm` and the bound from :mod:`helpers.roofline`
-(Williams et al. 2009); these tests check that the module composes them as its
-docstrings say, and that the results obey the properties chapter 5 teaches.
-Model shapes are the published configs (Touvron et al. 2023; Grattafiori et al. 2024).
+(Williams et al. 2009). Expected values are derived by hand in each docstring:
+on a tiny model and a toy accelerator (every number small enough to check), and
+on the book's running example, Llama-3-70B on 8 x H100 SXM (989.4 TFLOP/s bf16
+dense, 3.35 TB/s, 80 GB read as 80 GiB; NVIDIA H100 datasheet). Model shapes are
+the published configs (Touvron et al. 2023; Grattafiori et al. 2024); the 10 %
+memory reserve is vLLM's default ``gpu_memory_utilization=0.9`` (Kwon et al. 2023).
 """
 
 from __future__ import annotations
@@ -16,29 +19,112 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, kvcache, llm, roofline
-from helpers.hardware import get_accelerator
+from helpers import inference, llm, roofline
+from helpers.hardware import Accelerator, get_accelerator
 
 MODELS = [m.name for m in llm.models()]
+TINY = llm.ModelConfig(
+    "tiny",
+    n_layers=2,
+    d_model=8,
+    n_heads=2,
+    n_kv_heads=1,
+    head_dim=4,
+    d_ff=16,
+    vocab_size=10,
+)
+"""1,352 parameters (2,704 bf16 bytes), 32 bytes of bf16 KV per token: tests/test_llm.py counts them by hand."""
+SLOW_FLOPS = Accelerator(
+    "toy A",
+    {"bf16": 1e4},
+    1e3,
+    1e6,
+    "https://example.org",
+    "1e4 FLOP/s, 1e3 B/s, 1e6 bytes",
+)
+FAST_FLOPS = Accelerator(
+    "toy B",
+    {"bf16": 1e3},
+    1e4,
+    1e6,
+    "https://example.org",
+    "1e3 FLOP/s, 1e4 B/s, 1e6 bytes",
+)
 
 
-def test_decode_step_is_roofline_of_decode_cost():
-    """One decode step's bound is exactly roofline_time of llm.decode_cost on one device at full peak."""
-    cost = llm.decode_cost("llama-2-7b", 4096, 8, "bf16")
-    expected = roofline.roofline_time(cost.flops, cost.bytes, "a100", "bf16")
-    step = inference.decode_step("llama-2-7b", "a100", 4096, 8, "bf16")
-    assert_allclose(step.seconds, expected, rtol=1e-12)
-    assert step.cost == cost
-    assert_allclose(step.seconds, max(step.compute_s, step.memory_s), rtol=1e-12)
+# --- step times ---------------------------------------------------------------------------
 
 
-def test_prefill_step_is_roofline_of_prefill_cost():
-    """A prefill's bound is roofline_time of llm.prefill_cost, and a 4k-token prefill of a 7B model is compute-bound."""
-    cost = llm.prefill_cost("llama-2-7b", 4096, 1, "bf16")
-    step = inference.prefill_step("llama-2-7b", "a100", 4096)
-    assert_allclose(step.seconds, roofline.roofline_time(cost.flops, cost.bytes, "a100", "bf16"), rtol=1e-12)
-    assert step.regime == "compute"
-    assert inference.prefill_time("llama-2-7b", "a100", 4096) == step.seconds
+def test_decode_step_by_hand_on_a_toy():
+    """Tiny model, context 5, batch 2: 5,696 FLOP and 2,880 bytes (tests/test_llm.py, test_tiny_decode_by_hand).
+
+    On toy A (1e4 FLOP/s, 1e3 B/s): compute 0.5696 s, memory 2.88 s: memory-bound, 2.88 s.
+    On 2 of them: both halve (0.2848 s, 1.44 s). At 50 % MFU only compute doubles (1.1392 s); still 2.88 s.
+    """
+    one = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2)
+    assert_allclose(
+        [one.compute_s, one.memory_s, one.seconds], [0.5696, 2.88, 2.88], rtol=1e-12
+    )
+    assert one.bound == "memory"
+    two = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2)
+    assert_allclose(
+        [two.compute_s, two.memory_s, two.seconds], [0.2848, 1.44, 1.44], rtol=1e-12
+    )
+    half = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2, mfu=0.5)
+    assert_allclose([half.compute_s, half.seconds], [1.1392, 2.88], rtol=1e-12)
+    assert inference.decode_step_time(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2) == 1.44
+
+
+def test_prefill_step_by_hand_on_a_toy():
+    """Tiny model, 3 tokens: 7,456 FLOP and 2,608 bytes (tests/test_llm.py, test_tiny_prefill_by_hand).
+
+    On toy B (1e3 FLOP/s, 1e4 B/s): compute 7.456 s, memory 0.2608 s: compute-bound, 7.456 s;
+    on 4 of them 1.864 s; at 50 % MFU 14.912 s.
+    """
+    step = inference.prefill_step(TINY, 3, FAST_FLOPS)
+    assert_allclose(
+        [step.compute_s, step.memory_s, step.seconds],
+        [7.456, 0.2608, 7.456],
+        rtol=1e-12,
+    )
+    assert step.bound == "compute"
+    assert_allclose(
+        inference.prefill_time(TINY, 3, FAST_FLOPS, n_gpus=4), 1.864, rtol=1e-12
+    )
+    assert_allclose(
+        inference.prefill_time(TINY, 3, FAST_FLOPS, mfu=0.5), 14.912, rtol=1e-12
+    )
+
+
+def test_decode_step_llama3_70b_on_8_h100_by_hand():
+    """Llama-3-70B, 64 sequences of 4,096 cached tokens, bf16, on 8 x H100 SXM.
+
+    Bytes: block weights 80 * 855,638,016 * 2 = 136,902,082,560; lm_head 128,256 * 8192 * 2 = 2,101,346,304;
+    embedding rows 64 * 8192 * 2 = 1,048,576; KV read and written 64 * 4,097 * 327,680 = 85,920,317,440;
+    total 224,924,794,880 -> / (8 * 3.35e12) = 8.393 ms.
+    FLOP per sequence: 136,902,082,560 (weights) + 4 * 80 * 8192 * 4,097 = 10,740,039,680 (attention)
+    + 2,101,346,304 (lm_head) = 149,743,468,544; x 64 = 9.584e12 -> / (8 * 989.4e12) = 1.211 ms. Memory-bound.
+    """
+    step = inference.decode_step("llama-3-70b", 4096, "H100", batch=64, n_gpus=8)
+    assert_allclose(step.memory_s, 224_924_794_880 / (8 * 3.35e12), rtol=1e-12)
+    assert_allclose(step.compute_s, 64 * 149_743_468_544 / (8 * 989.4e12), rtol=1e-12)
+    assert (step.bound, round(step.seconds * 1e3, 3)) == ("memory", 8.393)
+
+
+def test_prefill_llama3_70b_on_8_h100_by_hand():
+    """Llama-3-70B prefill of 4,096 tokens on 8 x H100 SXM (the example in prefill_time's docstring).
+
+    FLOP: 4,096 * 136,902,082,560 (weights) = 560,750,930,165,760; attention over 4096 * 4097 / 2 = 8,390,656
+    pairs at 2,621,440 each = 21,995,601,264,640; lm_head 2,101,346,304; total 582,748,632,776,704
+    -> / (8 * 989.4e12) = 73.6 ms, compute-bound (the bytes, ~0.15 TB, take ~5 ms).
+    """
+    step = inference.prefill_step("llama-3-70b", 4096, "H100", n_gpus=8)
+    assert_allclose(step.compute_s, 582_748_632_776_704 / (8 * 989.4e12), rtol=1e-12)
+    assert step.bound == "compute" and step.memory_s < 0.006
+    assert (
+        round(inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8) * 1e3, 1)
+        == 73.6
+    )
 
 
 def test_single_sequence_decode_is_weight_read_bound():
@@ -49,113 +135,342 @@ def test_single_sequence_decode_is_weight_read_bound():
     acc = get_accelerator("h100")
     for model in MODELS:
         m = llm.get_model(model)
-        step = inference.decode_step(model, acc, 1024, 1)
-        assert step.regime == "memory"
+        step = inference.decode_step(model, 1024, acc)
+        assert step.bound == "memory"
         read = llm.weight_bytes(model) - m.vocab_size * m.d_model * 2
         assert step.seconds >= read / acc.memory_bandwidth
 
 
-def test_n_gpus_and_mfu_scale_the_terms():
-    """Splitting over n GPUs divides both terms by n; an MFU below 1 stretches only the compute term."""
-    one = inference.prefill_step("llama-3-8b", "h100", 2048)
-    four = inference.prefill_step("llama-3-8b", "h100", 2048, n_gpus=4)
-    assert_allclose(four.compute_s, one.compute_s / 4, rtol=1e-12)
-    assert_allclose(four.memory_s, one.memory_s / 4, rtol=1e-12)
-    half = inference.prefill_step("llama-3-8b", "h100", 2048, mfu=0.5)
-    assert_allclose(half.compute_s, 2 * one.compute_s, rtol=1e-12)
-    assert_allclose(half.memory_s, one.memory_s, rtol=1e-12)
+@settings(max_examples=30)
+@given(
+    st.sampled_from(MODELS),
+    st.integers(0, 32_768),
+    st.integers(1, 1024),
+    st.sampled_from(["a100", "h100", "l4"]),
+)
+def test_decode_throughput_grows_with_batch(model, context, batch, acc):
+    """Property: doubling the batch never lowers tokens/s (batch / step time), and raises it while memory-bound.
+
+    FLOP grow as f B and bytes as W + k B with W > 0 (the weights), so t(2B) <= 2 t(B), strictly while the
+    memory term binds: more sequences share one read of the weights.
+    """
+    one = inference.decode_step(model, context, acc, batch=batch)
+    two = inference.decode_step(model, context, acc, batch=2 * batch)
+    assert 2 * batch / two.seconds >= batch / one.seconds * (1 - 1e-12)
+    if two.bound == "memory":
+        assert 2 * batch / two.seconds > batch / one.seconds
 
 
-def test_tokens_per_second_is_batch_over_step_time():
-    """Decode throughput is batch / step time, and grows with batch while the step stays memory-bound."""
-    rates = [inference.decode_tokens_per_second("llama-3-8b", "a100", 512, b) for b in (1, 2, 4, 8, 16)]
-    for b, rate in zip((1, 2, 4, 8, 16), rates):
-        assert_allclose(rate, b / inference.decode_step_time("llama-3-8b", "a100", 512, b), rtol=1e-12)
-    assert all(later > earlier for earlier, later in zip(rates, rates[1:]))
+def test_prefill_of_a_long_prompt_is_compute_bound():
+    """A 4k-token prefill reuses every weight 4,096 times: intensity ~4,000 FLOP/byte, past the A100's 153 ridge."""
+    assert inference.prefill_step("llama-2-7b", 4096, "a100").bound == "compute"
+
+
+# --- memory: what fits ----------------------------------------------------------------------
+
+
+def test_free_kv_bytes_by_hand():
+    """Tiny model on toy A (1e6 bytes): 0.9 * 1e6 - 2,704 bytes of bf16 weights = 897,296 bytes left;
+    with no reserve 997,296; on 3 devices 3 * 0.9e6 - 2,704 = 2,697,296; a device without weights 900,000."""
+    assert_allclose(inference.free_kv_bytes(TINY, SLOW_FLOPS), 897_296)
+    assert_allclose(inference.free_kv_bytes(TINY, SLOW_FLOPS, reserve=0.0), 997_296)
+    assert_allclose(inference.free_kv_bytes(TINY, SLOW_FLOPS, n_gpus=3), 2_697_296)
+    assert_allclose(
+        inference.free_kv_bytes(TINY, SLOW_FLOPS, holds_weights=False), 900_000
+    )
+    assert inference.RESERVE == 0.1
+
+
+def test_max_decode_batch_by_hand_on_a_toy():
+    """Each sequence of context 5 holds 6 tokens of KV (its context and the new token): 6 * 32 = 192 bytes.
+
+    floor(897,296 / 192) = floor(4,673.4) = 4,673 sequences; without weights floor(900,000 / 192) = 4,687.
+    """
+    assert inference.max_decode_batch(TINY, 5, SLOW_FLOPS) == 4673
+    assert inference.max_decode_batch(TINY, 5, SLOW_FLOPS, holds_weights=False) == 4687
+
+
+def test_max_decode_batch_llama3_70b_on_8_h100():
+    """The book's running example: Llama-3-70B in bf16 on 8 x H100 at a 4,096-token context, 10 % reserve.
+
+    free = 8 * 80 * 2**30 * 0.9 - 2 * 70,553,706,496 = 618,475,290,624 - 141,107,412,992 = 477,367,877,632 bytes;
+    per sequence 4,097 * 327,680 = 1,342,504,960 bytes; 477,367,877,632 / 1,342,504,960 = 355.6 -> 355.
+    (Chapters 5 and 8 once said 323 and 371: 80e9-byte capacities, with and without the reserve.)
+    """
+    free = 8 * 80 * 2**30 * 0.9 - 2 * 70_553_706_496
+    assert_allclose(
+        inference.free_kv_bytes("llama-3-70b", "H100", n_gpus=8), free, rtol=1e-12
+    )
+    assert_allclose(free, 477_367_877_632, rtol=1e-12)
+    assert inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8) == 355
 
 
 def test_max_decode_batch_llama2_7b_on_a100():
-    """Llama-2-7B in bf16 on an 80 GB A100 with a 4,096-token context: about 27 sequences fit (13.5 GB weights, 2.1 GB KV each)."""
-    batch = inference.max_decode_batch("llama-2-7b", "a100", 4096, reserve=0.1)
-    free = 0.9 * 80e9 - llm.weight_bytes("llama-2-7b")
-    per_seq = 4097 * 512 * 1024
-    assert batch == math.floor(free / per_seq) == 27
+    """Llama-2-7B in bf16 on one 80 GB A100 at a 4,096-token context, 10 % reserve.
+
+    free = 0.9 * 80 * 2**30 - 2 * 6,738,415,616 = 77,309,411,328 - 13,476,831,232 = 63,832,580,096 bytes;
+    per sequence 4,097 * 524,288 = 2,148,007,936 bytes (MHA: 32 KV heads); 63,832,580,096 / 2,148,007,936
+    = 29.7 -> 29.
+    """
+    assert inference.max_decode_batch("llama-2-7b", 4096, "a100") == 29
+
+
+def test_memory_devices_hold_only_kv():
+    """Attention offload's memory devices hold no weights: 2 x H20 (96 GB read as GiB) at 4,096 tokens.
+
+    2 * 96 * 2**30 * 0.9 = 185,542,587,187 bytes / 1,342,504,960 per Llama-3-70B sequence = 138.2 -> 138.
+    Holding the 141,107,412,992 bytes of weights as well leaves 44,435,174,195 bytes: 33.1 -> 33.
+    """
+    assert (
+        inference.max_decode_batch(
+            "llama-3-70b", 4096, "h20", n_gpus=2, holds_weights=False
+        )
+        == 138
+    )
+    assert inference.max_decode_batch("llama-3-70b", 4096, "h20", n_gpus=2) == 33
+
+
+def test_weights_fit_by_hand():
+    """Llama-3-70B's 141,107,412,992 bf16 bytes: one H100 offers 0.9 * 80 * 2**30 = 77,309,411,328 (no fit,
+    even with no reserve: 85,899,345,920), two offer 154,618,822,656 (fit); in fp8 (70.6 GB) one H100 suffices."""
+    assert not inference.weights_fit("llama-3-70b", "h100")
+    assert not inference.weights_fit("llama-3-70b", "h100", reserve=0.0)
+    assert inference.weights_fit("llama-3-70b", "h100", n_gpus=2)
+    assert inference.weights_fit("llama-3-70b", "h100", dtype="fp8")
 
 
 def test_gqa_fits_more_sequences_than_mha():
     """Llama-3-8B (8 KV heads) fits several times more 4k sequences than Llama-2-7B (32 KV heads) on the same GPU."""
-    mha = inference.max_decode_batch("llama-2-7b", "h100", 4096)
-    gqa = inference.max_decode_batch("llama-3-8b", "h100", 4096)
+    mha = inference.max_decode_batch("llama-2-7b", 4096, "h100")
+    gqa = inference.max_decode_batch("llama-3-8b", 4096, "h100")
     assert gqa > 3 * mha
 
 
 def test_max_decode_batch_zero_when_weights_do_not_fit():
     """Llama-3-70B (141 GB in bf16) fits on no single 80 GB GPU, so the largest batch is 0; on 8 it is large."""
-    assert inference.max_decode_batch("llama-3-70b", "a100", 4096) == 0
-    assert inference.max_decode_batch("llama-3-70b", "h100", 4096, n_gpus=8) > 100
+    assert inference.max_decode_batch("llama-3-70b", 4096, "a100") == 0
+    assert inference.max_decode_batch("llama-3-70b", 4096, "h100", n_gpus=8) > 100
 
 
 @given(
     model=st.sampled_from(MODELS),
-    acc=st.sampled_from(["a100", "h100", "h200", "l4", "a10g"]),
+    acc=st.sampled_from(["a100", "h100", "h200", "l4", "a10g", "h20"]),
     context=st.integers(0, 131_072),
     n_gpus=st.integers(1, 8),
     reserve=st.floats(0, 0.5),
+    holds_weights=st.booleans(),
 )
-def test_max_decode_batch_is_the_largest_that_fits(model, acc, context, n_gpus, reserve):
-    """The returned batch fits in the budget and one more sequence would not."""
-    budget = n_gpus * get_accelerator(acc).memory_capacity * (1 - reserve)
-    batch = inference.max_decode_batch(model, acc, context, "bf16", n_gpus, reserve)
-    used = lambda b: llm.weight_bytes(model) + b * kvcache.kv_bytes(model, context + 1)  # noqa: E731
+def test_max_decode_batch_is_the_largest_that_fits(
+    model, acc, context, n_gpus, reserve, holds_weights
+):
+    """Property: the returned batch's KV caches (llm.kv_cache_bytes of context + 1 tokens each) fit in
+    free_kv_bytes, and one more sequence's would not."""
+    options = {"n_gpus": n_gpus, "reserve": reserve, "holds_weights": holds_weights}
+    free = inference.free_kv_bytes(model, acc, **options)
+    batch = inference.max_decode_batch(model, context, acc, **options)
+    per_sequence = llm.kv_cache_bytes(model, context + 1)
     assert batch >= 0
     if batch > 0:
-        assert used(batch) <= budget * (1 + 1e-12)
-    assert used(batch + 1) > budget * (1 - 1e-12)
+        assert llm.kv_cache_bytes(model, context + 1, batch=batch) <= free * (1 + 1e-12)
+    assert (batch + 1) * per_sequence > free * (1 - 1e-12)
 
 
 @given(model=st.sampled_from(MODELS), context=st.integers(0, 65_536))
 def test_max_decode_batch_falls_with_context(model, context):
     """A longer context never lets more sequences fit."""
-    assert inference.max_decode_batch(model, "h200", context + 1) <= inference.max_decode_batch(model, "h200", context)
+    assert inference.max_decode_batch(
+        model, context + 1, "h200"
+    ) <= inference.max_decode_batch(model, context, "h200")
+
+
+# --- the critical decode batch ------------------------------------------------------------------
+
+
+@settings(max_examples=30)
+@given(
+    model=st.sampled_from(MODELS),
+    context=st.integers(0, 65_536),
+    acc=st.sampled_from(["a100", "h100", "h20", "l4", "t4"]),
+    mfu=st.floats(0.1, 1.0),
+)
+def test_critical_decode_batch_is_the_crossing_batch_of_decode_cost(
+    model, context, acc, mfu
+):
+    """Property: critical_decode_batch is roofline.crossing_batch of llm.decode_cost (one critical batch)."""
+    dtype = get_accelerator(acc).half_dtype
+    expected = roofline.crossing_batch(
+        lambda b: llm.decode_cost(model, context, batch=b, dtype=dtype),
+        acc,
+        dtype=dtype,
+        mfu=mfu,
+    )
+    got = inference.critical_decode_batch(model, context, acc, dtype=dtype, mfu=mfu)
+    assert got == expected or (math.isinf(got) and math.isinf(expected))
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_critical_decode_batch_flips_the_regime(model):
+def test_critical_decode_batch_flips_the_bound(model):
     """At a short context, the step is memory-bound just below the critical batch and compute-bound at or above it."""
-    critical = inference.critical_decode_batch(model, "h100", 16)
+    critical = inference.critical_decode_batch(model, 16, "h100")
     assert math.isfinite(critical)
     below, above = math.floor(critical), math.ceil(critical)
     if below == above:
         above += 1
-    assert inference.decode_step(model, "h100", 16, max(below, 1)).regime == "memory"
-    assert inference.decode_step(model, "h100", 16, above).regime == "compute"
+    assert (
+        inference.decode_step(model, 16, "h100", batch=max(below, 1)).bound == "memory"
+    )
+    assert inference.decode_step(model, 16, "h100", batch=above).bound == "compute"
 
 
 def test_critical_decode_batch_near_ridge_point_at_zero_context():
-    """With no cached tokens decode intensity is about the batch, so the critical batch is close to the ridge point (~295 on an H100)."""
-    critical = inference.critical_decode_batch("llama-3-8b", "h100", 0)
-    assert_allclose(critical, roofline.ridge_point("h100", "bf16"), rtol=0.05)
+    """With no cached tokens decode intensity is about the batch, so the critical batch is close to the ridge
+    point: 989.4e12 / 3.35e12 = 295 on an H100."""
+    critical = inference.critical_decode_batch("llama-3-8b", 0, "h100")
+    assert_allclose(critical, 295.3, rtol=0.05)
 
 
 def test_critical_decode_batch_infinite_for_long_mha_context():
-    """With MHA, attention does ~1 FLOP per KV byte, so at long contexts decode never becomes compute-bound."""
-    assert inference.critical_decode_batch("llama-2-7b", "h100", 4096) == math.inf
-    assert inference.decode_step("llama-2-7b", "h100", 4096, 10_000).regime == "memory"
+    """Llama-2-7B (MHA), 4,096 cached tokens, H100: per sequence a step does ~15.4e9 FLOP (12.95e9 weights,
+    4 * 32 * 4096 * 4097 = 2.15e9 attention, 0.26e9 lm_head) but reads 4,097 * 524,288 = 2.15e9 bytes of KV,
+    which at the 295 ridge is worth 634e9 FLOP: compute never catches up, at any batch."""
+    assert inference.critical_decode_batch("llama-2-7b", 4096, "h100") == math.inf
+    assert (
+        inference.decode_step("llama-2-7b", 4096, "h100", batch=10_000).bound
+        == "memory"
+    )
+
+
+# --- the largest batch under a time-between-tokens target ------------------------------------------
+
+M = "llama-3-70b"
+
+
+def test_slo_batch_is_largest_meeting_target():
+    """The chosen batch meets the 20 ms TBT target and one more sequence would not (8 x H100, Llama-3-70B, 4k)."""
+    choice = inference.max_batch_under_slo(M, 4096, "h100", tbt_s=0.02, n_gpus=8)
+    assert choice.limited_by == "slo" and choice.batch > 1
+    assert (
+        inference.decode_step_time(M, 4096, "h100", batch=choice.batch, n_gpus=8)
+        <= 0.02
+    )
+    assert (
+        inference.decode_step_time(M, 4096, "h100", batch=choice.batch + 1, n_gpus=8)
+        > 0.02
+    )
+    assert_allclose(choice.tokens_per_s, choice.batch / choice.step_s)
+
+
+def test_slo_batch_by_hand():
+    """Memory-bound steps on 8 x H100 take (W + B k) / (8 * 3.35e12): W = 139,003,428,864 bytes of weights read
+    per step, k = 16,384 (embedding row) + 4,097 * 327,680 = 1,342,521,344 bytes per sequence. A 20 ms target
+    allows B <= (0.02 * 26.8e12 - W) / k = (536e9 - 139.0e9) / 1.3425e9 = 295.7 -> 295 sequences; but only 355
+    fit, so the target binds. With a 1 ms overhead per step: (0.019 * 26.8e12 - W) / k = 275.7 -> 275.
+    """
+    assert (
+        inference.max_batch_under_slo(M, 4096, "h100", tbt_s=0.02, n_gpus=8).batch
+        == 295
+    )
+    assert (
+        inference.max_batch_under_slo(
+            M, 4096, "h100", tbt_s=0.02, n_gpus=8, overhead=1e-3
+        ).batch
+        == 275
+    )
+
+
+def test_slo_batch_capped_by_memory_and_by_user():
+    """A loose target stops at the memory cap (355); max_batch caps it further; a too-tight target gives batch 0."""
+    loose = inference.max_batch_under_slo(M, 4096, "h100", tbt_s=10.0, n_gpus=8)
+    assert (loose.batch, loose.limited_by) == (355, "memory")
+    capped = inference.max_batch_under_slo(
+        M, 4096, "h100", tbt_s=10.0, n_gpus=8, max_batch=16
+    )
+    assert (capped.batch, capped.limited_by) == (16, "max_batch")
+    tight = inference.max_batch_under_slo(M, 4096, "h100", tbt_s=1e-4, n_gpus=8)
+    assert (tight.batch, tight.tokens_per_s, tight.limited_by) == (0, 0.0, "slo")
+    no_room = inference.max_batch_under_slo(M, 4096, "h100", tbt_s=1.0, n_gpus=1)
+    assert (no_room.batch, no_room.limited_by) == (0, "memory")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.005, 0.2), st.integers(0, 32_768))
+def test_looser_target_never_smaller_batch(tbt, context):
+    """Relaxing the TBT target never shrinks the batch."""
+    a = inference.max_batch_under_slo("llama-3-8b", context, "h100", tbt_s=tbt)
+    b = inference.max_batch_under_slo("llama-3-8b", context, "h100", tbt_s=tbt * 1.5)
+    assert b.batch >= a.batch
+
+
+# --- bad input ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "call, param",
     [
-        (lambda: inference.max_decode_batch("llama-2-7b", "a100", 1024, reserve=1.0), "reserve"),
-        (lambda: inference.max_decode_batch("llama-2-7b", "a100", -1), "context"),
-        (lambda: inference.max_decode_batch("llama-2-7b", "a100", 1024, n_gpus=0), "n_gpus"),
-        (lambda: inference.decode_step_time("llama-2-7b", "a100", 1024, batch=0), "batch"),
-        (lambda: inference.decode_step_time("llama-2-7b", "a100", 1024, mfu=1.5), "mfu"),
-        (lambda: inference.prefill_time("llama-2-7b", "a100", 0), "tokens"),
-        (lambda: inference.prefill_time("gpt-5", "a100", 16), "model"),
-        (lambda: inference.prefill_time("llama-2-7b", "b9000", 16), "accelerator"),
-        (lambda: inference.prefill_time("llama-2-7b", "t4", 16, dtype="bf16"), "dtype"),
-        (lambda: inference.critical_decode_batch("llama-2-7b", "a100", 16, mfu=0), "mfu"),
+        (
+            lambda: inference.max_decode_batch("llama-2-7b", 1024, "a100", reserve=1.0),
+            "reserve",
+        ),
+        (
+            lambda: inference.max_decode_batch(
+                "llama-2-7b", 1024, "a100", reserve=-0.1
+            ),
+            "reserve",
+        ),
+        (lambda: inference.max_decode_batch("llama-2-7b", -1, "a100"), "context"),
+        (
+            lambda: inference.max_decode_batch("llama-2-7b", 1024, "a100", n_gpus=0),
+            "n_gpus",
+        ),
+        (
+            lambda: inference.max_decode_batch(
+                "llama-2-7b", 1024, "a100", holds_weights="no"
+            ),
+            "holds_weights",
+        ),
+        (
+            lambda: inference.free_kv_bytes("llama-2-7b", "a100", holds_weights=0),
+            "holds_weights",
+        ),
+        (lambda: inference.weights_fit("llama-2-7b", "a100", reserve=2), "reserve"),
+        (
+            lambda: inference.decode_step_time("llama-2-7b", 1024, "a100", batch=0),
+            "batch",
+        ),
+        (
+            lambda: inference.decode_step_time("llama-2-7b", 1024, "a100", mfu=1.5),
+            "mfu",
+        ),
+        (
+            lambda: inference.decode_step_time("llama-2-7b", 1024, "a100", n_gpus=0),
+            "n_gpus",
+        ),
+        (lambda: inference.prefill_time("llama-2-7b", 0, "a100"), "tokens"),
+        (lambda: inference.prefill_time("gpt-5", 16, "a100"), "model"),
+        (lambda: inference.prefill_time("llama-2-7b", 16, "b9000"), "accelerator"),
+        (lambda: inference.prefill_time("llama-2-7b", 16, "t4", dtype="bf16"), "dtype"),
+        (lambda: inference.prefill_time("llama-2-7b", 16, "t4", 2), "positional"),
+        (
+            lambda: inference.critical_decode_batch("llama-2-7b", 16, "a100", mfu=0),
+            "mfu",
+        ),
+        (
+            lambda: inference.max_batch_under_slo(M, 100, "h100", tbt_s=0, n_gpus=8),
+            "tbt_s",
+        ),
+        (
+            lambda: inference.max_batch_under_slo(
+                M, 100, "h100", tbt_s=0.1, n_gpus=8, max_batch=0
+            ),
+            "max_batch",
+        ),
+        (
+            lambda: inference.max_batch_under_slo(
+                M, 100, "h100", tbt_s=0.1, n_gpus=8, overhead=-1
+            ),
+            "overhead",
+        ),
+        (lambda: inference.max_batch_under_slo(M, 100, "h100", 0.1), "positional"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param):
@@ -165,46 +480,7 @@ def test_bad_input_names_the_parameter(call, param):
     assert param in str(info.value)
 
 
-def test_step_time_vectorises_nothing_silently():
+def test_step_time_refuses_a_fractional_batch():
     """A non-integer batch is refused (TypeError naming batch) rather than rounded."""
     with pytest.raises(TypeError, match="batch"):
-        inference.decode_step_time("llama-2-7b", "a100", 1024, batch=np.float64(2.5))
-
-
-@given(
-    model=st.sampled_from(MODELS),
-    acc=st.sampled_from(["a100", "h100", "l4", "h20"]),
-    link=st.sampled_from(["100gbe", "cx6", "cx7", "pcie4"]),
-    n_gpus=st.sampled_from([1, 8]),
-    mfu=st.floats(0.2, 1.0),
-)
-@settings(max_examples=15)
-def test_recompute_window_matches_brute_force(model, acc, link, n_gpus, mfu):
-    """recompute_window returns exactly the prefix lengths (scanned one by one up to 3,000) where recompute is faster."""
-    top = 3000
-    wins = [n for n in range(1, top + 1)
-            if kvcache.recompute_time(model, n, acc, "bf16", n_gpus, mfu) < kvcache.transfer_time(model, n, link, "bf16")]
-    window = inference.recompute_window(model, acc, link, "bf16", n_gpus, 1, mfu, max_tokens=top)
-    if not wins:
-        assert window is None
-    else:
-        assert window == (wins[0], wins[-1])
-        assert wins == list(range(wins[0], wins[-1] + 1))
-
-
-def test_recompute_window_where_breakeven_tokens_says_one():
-    """Llama-2-7B on an H100 behind 100 GbE: fetching wins for tiny prefixes (the lone prefill is weight-bound) and
-    for very long ones, recomputing in between; breakeven_tokens reports the end of that window plus one."""
-    window = inference.recompute_window("llama-2-7b", "h100", "100gbe")
-    assert window is not None
-    first, last = window
-    assert 1 < first < 1000 < 10_000 < last
-    assert kvcache.breakeven("llama-2-7b", first, "h100", "100gbe").verdict == "recompute"
-    assert kvcache.breakeven("llama-2-7b", first - 1, "h100", "100gbe").verdict == "transfer"
-    assert kvcache.breakeven("llama-2-7b", last + 1, "h100", "100gbe").verdict == "transfer"
-    assert kvcache.breakeven_tokens("llama-2-7b", "h100", "100gbe") == last + 1
-
-
-def test_recompute_window_none_on_a_fast_link():
-    """Llama-3-70B's GQA cache is so small per FLOP that one ConnectX-7 port beats recompute on 8 H100s at every length."""
-    assert inference.recompute_window("llama-3-70b", "h100", "cx7", n_gpus=8) is None
+        inference.decode_step_time("llama-2-7b", 1024, "a100", batch=np.float64(2.5))

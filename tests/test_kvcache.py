@@ -14,29 +14,45 @@ import math
 from dataclasses import replace
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import kvcache
+from helpers import inference
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
     breakeven,
     breakeven_tokens,
     hidden_size_constant,
-    kv_bytes,
+    mooncake_prefill_flops,
     recompute_time,
+    recompute_window,
     reuse_bandwidth_threshold,
     transfer_time,
 )
-from helpers.llm import get_model, kv_cache_bytes_per_token, linear_flops_per_token, prefill_cost
+from helpers.llm import (
+    get_model,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    linear_flops_per_token,
+)
 
-A800_X8 = 8 * 312e12  # A800 = A100 80GB compute: bf16 dense 312 TFLOP/s (A100 datasheet)
-H800_X8 = 8 * 989.4e12  # H800 = H100 SXM compute: bf16 dense 989.4 TFLOP/s (H100 datasheet, half of 1,979 sparse)
+A800_X8 = (
+    8 * 312e12
+)  # A800 = A100 80GB compute: bf16 dense 312 TFLOP/s (A100 datasheet)
+H800_X8 = (
+    8 * 989.4e12
+)  # H800 = H100 SXM compute: bf16 dense 989.4 TFLOP/s (H100 datasheet, half of 1,979 sparse)
 
 
 def _link(bandwidth: float, latency: float = 0.0) -> Link:
-    return Link(f"test link {bandwidth:.3g}", bandwidth, latency, "https://example.org", "test link for the suite")
+    return Link(
+        f"test link {bandwidth:.3g}",
+        bandwidth,
+        latency,
+        "https://example.org",
+        "test link for the suite",
+    )
 
 
 def test_catalog_peaks_are_the_ones_mooncake_used():
@@ -77,7 +93,9 @@ def test_mooncake_config_derived_default_within_10_percent():
     h800 = reuse_bandwidth_threshold("llama-3-70b", 8192, H800_X8)
     assert_allclose(a800, 6e9, rtol=0.10)
     assert_allclose(h800, 19e9, rtol=0.10)
-    assert a800 < reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 22))
+    assert a800 < reuse_bandwidth_threshold(
+        "llama-3-70b", 8192, A800_X8, coefficients=(4, 22)
+    )
     # the threshold is linear in the compute: H800 / A800 = 989.4 / 312
     assert_allclose(h800 / a800, 989.4 / 312, rtol=1e-12)
 
@@ -90,11 +108,15 @@ def test_hidden_size_constant():
     Llama-3-70B (GQA-8, 64 query heads): the KV shrinks 8x -> c = 51.
     """
     assert_allclose(hidden_size_constant("llama-2-7b"), 6.03125, rtol=1e-12)
-    textbook = replace(get_model("llama-2-7b"), name="mha-4x", d_ff=4 * 4096, gated_mlp=False)
+    textbook = replace(
+        get_model("llama-2-7b"), name="mha-4x", d_ff=4 * 4096, gated_mlp=False
+    )
     assert_allclose(hidden_size_constant(textbook), 6.0, rtol=1e-12)
     assert_allclose(hidden_size_constant("llama-3-70b"), 51.0, rtol=1e-12)
     # fp8 KV halves the bytes, doubling c
-    assert_allclose(hidden_size_constant("llama-2-7b", "fp8"), 2 * 6.03125, rtol=1e-12)
+    assert_allclose(
+        hidden_size_constant("llama-2-7b", dtype="fp8"), 2 * 6.03125, rtol=1e-12
+    )
 
 
 @given(
@@ -121,13 +143,17 @@ def test_kv_bytes_and_transfer_time_linear_plus_latency():
 
     Llama-2-70B over one ConnectX-7 (50e9 B/s, 2 us): 1000 tokens = 327,680,000 B -> 6.5536 ms + 2 us.
     """
-    assert kv_bytes("llama-2-70b", 1000) == 327_680_000
+    assert kv_cache_bytes("llama-2-70b", 1000) == 327_680_000
     cx7 = get_link("cx7")
     t1000 = transfer_time("llama-2-70b", 1000, "cx7")
     assert_allclose(t1000, cx7.latency + 327_680_000 / 50e9, rtol=1e-12)
     t2000 = transfer_time("llama-2-70b", 2000, "cx7")
     assert_allclose(t2000 - cx7.latency, 2 * (t1000 - cx7.latency), rtol=1e-12)
-    assert_allclose(transfer_time("llama-2-70b", 1000, "cx7", n_links=4) - cx7.latency, (t1000 - cx7.latency) / 4, rtol=1e-12)
+    assert_allclose(
+        transfer_time("llama-2-70b", 1000, "cx7", n_links=4) - cx7.latency,
+        (t1000 - cx7.latency) / 4,
+        rtol=1e-12,
+    )
 
 
 @given(st.integers(1, 100_000), st.integers(1, 100_000))
@@ -137,14 +163,12 @@ def test_transfer_time_affine_in_tokens(a, b):
     assert_allclose(t(a + b) + get_link("pcie5x16").latency, t(a) + t(b), rtol=1e-9)
 
 
-def test_recompute_time_is_roofline_of_prefill():
-    """recompute_time = roofline time of prefill_cost, split over n_gpus and slowed by mfu."""
-    c = prefill_cost("llama-2-7b", 4096)
-    h100 = get_accelerator("H100")
-    single = recompute_time("llama-2-7b", 4096, "H100")
-    assert_allclose(single, max(c.flops / h100.flops("bf16"), c.bytes / h100.memory_bandwidth), rtol=1e-12)
-    assert_allclose(recompute_time("llama-2-7b", 4096, "H100", n_gpus=8), single / 8, rtol=1e-12)
-    assert_allclose(recompute_time("llama-2-7b", 4096, "H100", mfu=0.5), 2 * single, rtol=1e-12)  # compute-bound
+def test_recompute_time_is_prefill_time():
+    """Recomputing a prefix's KV cache is prefilling it: one function under two names (not a copy that may drift).
+
+    Its values are derived by hand in tests/test_inference.py (test_prefill_llama3_70b_on_8_h100_by_hand).
+    """
+    assert recompute_time is inference.prefill_time
 
 
 def test_breakeven_fields():
@@ -152,9 +176,13 @@ def test_breakeven_fields():
     threshold bandwidth = KV bytes / recompute time (above it, fetching wins, latency ignored)."""
     r = breakeven("llama-3-70b", 8192, "H800", "cx7", n_gpus=8)
     assert r.verdict == ("transfer" if r.transfer_s < r.recompute_s else "recompute")
-    assert_allclose(r.speedup, max(r.recompute_s, r.transfer_s) / min(r.recompute_s, r.transfer_s))
+    assert_allclose(
+        r.speedup, max(r.recompute_s, r.transfer_s) / min(r.recompute_s, r.transfer_s)
+    )
     assert r.speedup >= 1
-    assert_allclose(r.threshold_bandwidth, kv_bytes("llama-3-70b", 8192) / r.recompute_s)
+    assert_allclose(
+        r.threshold_bandwidth, kv_cache_bytes("llama-3-70b", 8192) / r.recompute_s
+    )
     # one 50 GB/s CX7 is above the ~18 GB/s Mooncake threshold on 8x H800: fetching wins
     assert r.verdict == "transfer"
 
@@ -180,9 +208,16 @@ def test_breakeven_tokens_means_fetching_wins_for_good(link):
     that must not be reported as the break-even."""
     model, acc = "llama-2-7b", "H100"
     n = breakeven_tokens(model, acc, link)
-    assert n == 1 or math.isinf(n) or breakeven(model, n - 1, acc, link).verdict == "recompute"
+    assert (
+        n == 1
+        or math.isinf(n)
+        or breakeven(model, n - 1, acc, link).verdict == "recompute"
+    )
     if math.isfinite(n):
-        for m in sorted({n, n + 1, 2 * n, 10 * n, 1 << 20} | {k for k in (1, 10, 100, 1000, 10_000, 100_000) if k > n}):
+        for m in sorted(
+            {n, n + 1, 2 * n, 10 * n, 1 << 20}
+            | {k for k in (1, 10, 100, 1000, 10_000, 100_000) if k > n}
+        ):
             if m <= 1 << 20:
                 assert transfer_time(model, m, link) <= recompute_time(model, m, acc), m
     grid = [1 << k for k in range(21)]
@@ -200,23 +235,31 @@ def test_breakeven_tokens_slow_link_is_not_one():
         assert breakeven("llama-2-7b", tokens, "H100", "100gbe").verdict == "recompute"
 
 
-@given(st.floats(min_value=1e9, max_value=1e12), st.floats(min_value=1.01, max_value=100.0))
+@given(
+    st.floats(min_value=1e9, max_value=1e12), st.floats(min_value=1.01, max_value=100.0)
+)
 def test_breakeven_tokens_monotone_in_bandwidth(bandwidth, factor):
     """Property: a faster link never needs a longer prefix before fetching wins for good."""
-    slow = breakeven_tokens("llama-3-8b", "A100", _link(bandwidth, 2e-6), max_tokens=1 << 18)
-    fast = breakeven_tokens("llama-3-8b", "A100", _link(bandwidth * factor, 2e-6), max_tokens=1 << 18)
+    slow = breakeven_tokens(
+        "llama-3-8b", "A100", _link(bandwidth, 2e-6), max_tokens=1 << 18
+    )
+    fast = breakeven_tokens(
+        "llama-3-8b", "A100", _link(bandwidth * factor, 2e-6), max_tokens=1 << 18
+    )
     assert fast <= slow
 
 
 def test_breakeven_tokens_inf_when_never():
     """With a very slow link and a short max_tokens, fetching never wins: inf."""
-    assert breakeven_tokens("llama-2-7b", "H100", _link(1e6), max_tokens=4096) == math.inf
+    assert (
+        breakeven_tokens("llama-2-7b", "H100", _link(1e6), max_tokens=4096) == math.inf
+    )
 
 
 def test_bad_input():
     """Bad prefixes, compute, coefficients, counts, mfu, links and models raise naming the parameter."""
     with pytest.raises(ValueError, match="tokens"):
-        kv_bytes("llama-2-7b", 0)
+        transfer_time("llama-2-7b", 0, "cx7")
     with pytest.raises(ValueError, match="prefix_tokens"):
         reuse_bandwidth_threshold("llama-3-70b", -1, A800_X8)
     with pytest.raises(ValueError, match="compute_flops"):
@@ -241,9 +284,200 @@ def test_bad_input():
         transfer_time("llama-2-7b", 10, "cx7", n_links=0)
     with pytest.raises(KeyError, match="link"):
         transfer_time("llama-2-7b", 10, "smoke signals")
+    with pytest.raises(KeyError, match="link"):
+        transfer_time(
+            "llama-2-7b", 10, "HBM"
+        )  # a tier's name is not a link: pass the tiers.Tier itself
     with pytest.raises(KeyError, match="model"):
-        kv_bytes("gpt-2", 10)
+        transfer_time("gpt-2", 10, "cx7")
     with pytest.raises(ValueError, match="max_tokens"):
         breakeven_tokens("llama-2-7b", "H100", "cx7", max_tokens=0)
-    assert kv_cache_bytes_per_token("llama-2-7b") > 0
-    assert callable(kvcache.breakeven)
+    with pytest.raises(ValueError, match="max_tokens"):
+        recompute_window("llama-2-7b", "H100", "cx7", max_tokens=0)
+    with pytest.raises(ValueError, match="tokens"):
+        mooncake_prefill_flops("llama-3-70b", 0)
+    with pytest.raises(ValueError, match="coefficients"):
+        mooncake_prefill_flops("llama-3-70b", 10, coefficients=(4, 22, 1))
+    with pytest.raises(ValueError, match="tokens"):
+        hidden_size_constant("llama-3-70b", tokens=0)
+    with pytest.raises(TypeError):
+        transfer_time("llama-2-7b", 10, "cx7", "bf16")  # type: ignore[misc]  # dtype is keyword-only
+
+
+# --- Mooncake's Eq. 1 ----------------------------------------------------------------------------
+
+
+def test_mooncake_prefill_flops_by_hand():
+    """Mooncake (FAST'25, section 2.2) Eq. 1, flops(n) = l (a n^2 d + b n d^2), for LLaMA3-70B (l 80, d 8192).
+
+    n = 8192 with the paper's (4, 22): 80 * 26 * 8192^3 = 2080 * 549,755,813,888 = 1,143,492,092,887,040.
+    n = 1000: 80 * (4 * 1000^2 * 8192 + 22 * 1000 * 8192^2) = 80 * (32,768,000,000 + 1,476,395,008,000)
+    = 120,733,040,640,000. Without attention (a = 0) it is linear in n.
+    """
+    assert mooncake_prefill_flops("llama-3-70b", 8192) == 1_143_492_092_887_040
+    assert (
+        mooncake_prefill_flops("llama-3-70b", 1000, coefficients=(4, 22))
+        == 120_733_040_640_000
+    )
+    linear_only = mooncake_prefill_flops("llama-3-70b", 1000, coefficients=(0, 22))
+    assert (
+        mooncake_prefill_flops("llama-3-70b", 2000, coefficients=(0, 22))
+        == 2 * linear_only
+        == 2 * 80 * 22 * 1000 * 8192**2
+    )
+
+
+@given(st.integers(1, 200_000))
+def test_mooncake_eq1_with_the_configs_coefficients_is_prefill_cost(n):
+    """Property: for Llama-3-70B (q_dim = d_model = 8192) helpers.llm's prefill FLOP are Eq. 1 with a = 2, b = 25.5,
+    plus 2 l d n and the lm_head.
+
+    Weights: 2 * layer_weights = 2 * 855,638,016 = 25.5 d^2 FLOP per token and layer (b = 25.5). Causal attention:
+    4 l q_dim n (n + 1) / 2 = 2 l d n^2 + 2 l d n (a = 2, the paper's 4 counts the full n x n square).
+    lm_head of the last token: 2 d V = 2 * 8192 * 128,256.
+    """
+    from helpers.llm import prefill_cost
+
+    expected = (
+        mooncake_prefill_flops("llama-3-70b", n, coefficients=(2, 25.5))
+        + 2 * 80 * 8192 * n
+        + 2 * 8192 * 128_256
+    )
+    assert_allclose(prefill_cost("llama-3-70b", n).flops, expected, rtol=1e-12)
+
+
+# --- the hidden-size constant of a whole prefill ---------------------------------------------------
+
+
+def test_hidden_size_constant_of_a_prefill_by_hand():
+    """With tokens = n, c(n) = prefill FLOP / (n * kv_bytes_per_token * d), which is the linear constant plus the
+    attention and lm_head shares:
+
+        c(n) = c + 2 L q_dim (n + 1) / (d kv) + 2 V / (n kv).
+
+    Llama-2-7B (L 32, d = q_dim = 4096, V 32,000, kv 524,288 bytes, c = 6.03125): the attention share is
+    64 (n + 1) / 524,288 = (n + 1) / 8192 and the lm_head share 64,000 / (524,288 n) = 0.1220703125 / n, so
+    c(1) = 6.03125 + 2 / 8192 + 0.1220703125 = 6.153564453125 and c(4096) = 6.03125 + 4097 / 8192 + 2.98e-5 = 6.5314.
+    """
+    assert_allclose(
+        hidden_size_constant("llama-2-7b", tokens=1), 6.153564453125, rtol=1e-12
+    )
+    assert_allclose(
+        hidden_size_constant("llama-2-7b", tokens=4096),
+        6.03125 + 4097 / 8192 + 64_000 / (4096 * 524_288),
+        rtol=1e-12,
+    )
+
+
+@given(
+    st.integers(1, 10**6),
+    st.sampled_from(["llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b"]),
+)
+def test_hidden_size_constant_of_a_prefill_closed_form(n, model):
+    """Property: c(n) = c + 2 L q_dim (n + 1) / (d kv) + 2 V / (n kv) for every catalog model and length."""
+    m = get_model(model)
+    kv = kv_cache_bytes_per_token(m)
+    attention = 2 * m.n_layers * m.q_dim * (n + 1) / (m.d_model * kv)
+    expected = hidden_size_constant(m) + attention + 2 * m.vocab_size / (n * kv)
+    assert_allclose(hidden_size_constant(m, tokens=n), expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("model, turn", [("llama-2-7b", 32), ("llama-3-70b", 40)])
+def test_hidden_size_constant_grows_with_the_prefix_beyond_a_few_tens_of_tokens(
+    model, turn
+):
+    """c(n + 1) - c(n) = 2 L q_dim / (d kv) - 2 V / (n (n + 1) kv): c grows iff n (n + 1) > V d / (L q_dim).
+
+    Llama-2-7B: 32,000 * 4096 / (32 * 4096) = 1,000, so c falls up to n = 32 (31 * 32 = 992) and grows from there
+    (32 * 33 = 1,056). Llama-3-70B: 128,256 * 8192 / (80 * 8192) = 1,603.2: the turn is at 40 (39 * 40 = 1,560,
+    40 * 41 = 1,640). Attention adds work per token as the prefix lengthens; below the turn the last token's
+    lm_head, shared by fewer tokens, matters more.
+    """
+    c = [
+        hidden_size_constant(model, tokens=n) for n in range(1, 4097)
+    ]  # c[n - 1] = c(n)
+    falls = [n for n in range(1, 4096) if c[n] < c[n - 1]]  # n with c(n + 1) < c(n)
+    assert falls == list(range(1, turn))
+    long, short = (
+        hidden_size_constant(model, tokens=1 << 20),
+        hidden_size_constant(model, tokens=4096),
+    )
+    assert long > short > hidden_size_constant(model)
+
+
+# --- where recomputing wins -------------------------------------------------------------------------
+
+
+@given(
+    model=st.sampled_from(["llama-2-7b", "llama-3-8b", "llama-3-70b"]),
+    acc=st.sampled_from(["a100", "h100", "l4", "h20"]),
+    link=st.sampled_from(["100gbe", "cx6", "cx7", "pcie4"]),
+    n_gpus=st.sampled_from([1, 8]),
+    mfu=st.floats(0.2, 1.0),
+)
+@settings(max_examples=15)
+def test_recompute_window_matches_brute_force(model, acc, link, n_gpus, mfu):
+    """recompute_window returns exactly the prefix lengths (scanned one by one up to 3,000) where recompute is faster."""
+    top = 3000
+    wins = [
+        n
+        for n in range(1, top + 1)
+        if recompute_time(model, n, acc, n_gpus=n_gpus, mfu=mfu)
+        < transfer_time(model, n, link)
+    ]
+    window = recompute_window(model, acc, link, n_gpus=n_gpus, mfu=mfu, max_tokens=top)
+    if not wins:
+        assert window is None
+    else:
+        assert window == (wins[0], wins[-1])
+        assert wins == list(range(wins[0], wins[-1] + 1))
+
+
+@given(
+    model=st.sampled_from(["llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b"]),
+    acc=st.sampled_from(["a100", "h100", "l4", "h20", "t4"]),
+    link=st.sampled_from(["100gbe", "cx6", "cx7", "pcie4", "pcie5", "nvlink4"]),
+    n_gpus=st.sampled_from([1, 2, 8]),
+    n_links=st.sampled_from([1, 4]),
+    mfu=st.floats(0.2, 1.0),
+    max_tokens=st.sampled_from([4096, 1 << 20]),
+)
+@settings(max_examples=30)
+def test_recompute_window_ends_where_breakeven_tokens_says(
+    model, acc, link, n_gpus, n_links, mfu, max_tokens
+):
+    """Property: the recompute window is empty exactly when breakeven_tokens is 1, and otherwise ends one token
+    before it (or at max_tokens when fetching never wins for good)."""
+    dtype = get_accelerator(acc).half_dtype
+    options = {
+        "dtype": dtype,
+        "n_gpus": n_gpus,
+        "n_links": n_links,
+        "mfu": mfu,
+        "max_tokens": max_tokens,
+    }
+    end = breakeven_tokens(model, acc, link, **options)
+    window = recompute_window(model, acc, link, **options)
+    if end == 1:
+        assert window is None
+    else:
+        first, last = window
+        assert 1 <= first <= last == (max_tokens if math.isinf(end) else end - 1)
+
+
+def test_recompute_window_where_breakeven_tokens_says_one():
+    """Llama-2-7B on an H100 behind 100 GbE: fetching wins for tiny prefixes (the lone prefill is weight-bound) and
+    for very long ones, recomputing in between; breakeven_tokens reports the end of that window plus one."""
+    window = recompute_window("llama-2-7b", "h100", "100gbe")
+    assert window is not None
+    first, last = window
+    assert 1 < first < 1000 < 10_000 < last
+    assert breakeven("llama-2-7b", first, "h100", "100gbe").verdict == "recompute"
+    assert breakeven("llama-2-7b", first - 1, "h100", "100gbe").verdict == "transfer"
+    assert breakeven("llama-2-7b", last + 1, "h100", "100gbe").verdict == "transfer"
+    assert breakeven_tokens("llama-2-7b", "h100", "100gbe") == last + 1
+
+
+def test_recompute_window_none_on_a_fast_link():
+    """Llama-3-70B's GQA cache is so small per FLOP that one ConnectX-7 port beats recompute on 8 H100s at every length."""
+    assert recompute_window("llama-3-70b", "h100", "cx7", n_gpus=8) is None

@@ -17,28 +17,45 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import kvtransfer, llm
-from helpers.kvtransfer import TransferResult, free_port, kv_message_bytes
+from helpers.kvtransfer import free_port, kv_message_bytes
+
 # A ModelConfig built directly (not via helpers.tinygpt) so that the spawned helper
 # processes of the clean-up tests, which import this module, do not import torch.
-CONFIG = llm.ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=176, vocab_size=128)
+CONFIG = llm.ModelConfig(
+    "tiny",
+    n_layers=2,
+    d_model=64,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=16,
+    d_ff=176,
+    vocab_size=128,
+)
 
 
-@given(tokens=st.integers(1, 4096), batch=st.integers(1, 8), dtype=st.sampled_from(["fp32", "bf16", "fp16"]))
+@given(
+    tokens=st.integers(1, 4096),
+    batch=st.integers(1, 8),
+    dtype=st.sampled_from(["fp32", "bf16", "fp16"]),
+)
 def test_message_sizes_add_up_to_the_kv_cache(tokens, batch, dtype):
     """The 2 * n_layers messages carry exactly batch * tokens * kv_cache_bytes_per_token bytes."""
-    sizes = kv_message_bytes(CONFIG, tokens, batch, dtype)
+    sizes = kv_message_bytes(CONFIG, tokens, batch=batch, dtype=dtype)
     assert len(sizes) == 2 * CONFIG.n_layers
-    assert sum(sizes) == batch * tokens * llm.kv_cache_bytes_per_token(CONFIG, dtype)
+    assert sum(sizes) == llm.kv_cache_bytes(CONFIG, tokens, batch=batch, dtype=dtype)
 
 
+@pytest.mark.slow
 def test_distributed_transfer_moves_a_verified_kv_cache():
     """The decode worker receives the prefill worker's cache over gloo, equal to its own prefill, and times it."""
-    results = kvtransfer.distributed_kv_transfer(CONFIG, [3, 40], batch=2, repeats=2, warmup=1, backend="gloo", timeout=60)
+    results = kvtransfer.distributed_kv_transfer(
+        CONFIG, [3, 40], batch=2, repeats=2, warmup=1, backend="gloo", timeout=60
+    )
     assert [r.tokens for r in results] == [3, 40]
     for r in results:
         assert r.path == "gloo"
         assert r.verified
-        assert r.nbytes == 2 * r.tokens * llm.kv_cache_bytes_per_token(CONFIG, "fp32")
+        assert r.nbytes == llm.kv_cache_bytes(CONFIG, r.tokens, batch=2, dtype="fp32")
         assert r.messages == 2 * CONFIG.n_layers
         assert r.repeats == 2
         assert r.seconds > 0 and r.bandwidth > 0
@@ -46,18 +63,25 @@ def test_distributed_transfer_moves_a_verified_kv_cache():
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_distributed_transfer_of_a_random_cache_without_a_model():
     """With prefill=False the same bytes move (a seeded random cache) and are verified, without building the model."""
-    (result,) = kvtransfer.distributed_kv_transfer(CONFIG, 7, repeats=1, warmup=0, backend="gloo", timeout=60, prefill=False)
+    (result,) = kvtransfer.distributed_kv_transfer(
+        CONFIG, 7, repeats=1, warmup=0, backend="gloo", timeout=60, prefill=False
+    )
     assert result.verified
-    assert result.nbytes == 7 * llm.kv_cache_bytes_per_token(CONFIG, "fp32")
+    assert result.nbytes == llm.kv_cache_bytes(CONFIG, 7, dtype="fp32")
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_reference_paths_move_the_same_bytes_intact():
     """The socket and shared-memory references deliver the sender's bytes unchanged, in the same messages."""
     sizes = kv_message_bytes(CONFIG, 100, dtype="fp32")
-    for fn, path in ((kvtransfer.socket_transfer, "socket"), (kvtransfer.shared_memory_transfer, "shared_memory")):
+    for fn, path in (
+        (kvtransfer.socket_transfer, "socket"),
+        (kvtransfer.shared_memory_transfer, "shared_memory"),
+    ):
         result = fn(sizes, repeats=3, warmup=1, timeout=30)
         assert result.path == path
         assert result.verified
@@ -67,6 +91,7 @@ def test_reference_paths_move_the_same_bytes_intact():
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_children(monkeypatch):
     """A worker that never answers is killed when the timeout expires, and the call raises TimeoutError."""
     with pytest.raises(TimeoutError, match="timeout"):
@@ -74,6 +99,7 @@ def test_timeout_kills_the_children(monkeypatch):
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_worker_failure_is_reported_and_cleaned_up():
     """A worker that raises makes the call raise RuntimeError with its traceback; no child survives."""
     with pytest.raises(RuntimeError, match="boom"):
@@ -87,12 +113,6 @@ def test_free_port_is_bindable():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", port))
     assert 0 < port < 65536
-
-
-def test_bandwidth_is_bytes_over_seconds():
-    """TransferResult.bandwidth is nbytes / seconds (bytes/s)."""
-    result = TransferResult("socket", 1000, 2, 0.5, 0.0, 3, "CPU", True)
-    assert result.bandwidth == 2000
 
 
 def test_bad_inputs_name_the_parameter():

@@ -1,4 +1,7 @@
-"""Tests for helpers.labtools: datasheet look-up of torch device names, sweeps, predicted-vs-measured tables."""
+"""Tests for helpers.labtools: sweeps, rate bounds, predicted-vs-measured tables.
+
+Torch device names are looked up in the catalog by helpers.hardware.from_device_name (tests/test_hardware.py).
+"""
 
 from __future__ import annotations
 
@@ -9,48 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import labtools
-from helpers.hardware import get_accelerator
-
-
-@pytest.mark.parametrize(
-    "torch_name, catalog",
-    [
-        ("Tesla T4", "T4"),
-        ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
-        ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
-        ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),
-        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
-        ("NVIDIA H200", "H200 SXM"),
-        ("NVIDIA H20", "H20"),
-        ("NVIDIA L4", "L4"),
-        ("NVIDIA A10G", "A10G"),
-        ("Tesla V100-SXM2-16GB", "V100 SXM2"),
-        ("NVIDIA GeForce RTX 4090", "RTX 4090"),
-    ],
-)
-def test_catalog_accelerator_maps_torch_names(torch_name, catalog):
-    """Names as torch.cuda.get_device_name() spells them find their datasheet entry (helpers.hardware sources)."""
-    assert labtools.catalog_accelerator(torch_name) is get_accelerator(catalog)
-
-
-@pytest.mark.parametrize("name", ["CPU: Intel(R) Xeon(R) Processor (2 threads)", "NVIDIA H100 PCIe", "NVIDIA RTX A6000", "Tesla P100-PCIE-16GB"])
-def test_catalog_accelerator_none_without_a_datasheet(name):
-    """A CPU, an unlisted GPU or a variant with other ceilings has no datasheet roofline: None, not a wrong one."""
-    assert labtools.catalog_accelerator(name) is None
-
-
-def test_catalog_accelerator_rejects_bad_input():
-    """A non-string or empty name raises with the parameter named."""
-    with pytest.raises(TypeError, match="device_name"):
-        labtools.catalog_accelerator(4)
-    with pytest.raises(ValueError, match="device_name"):
-        labtools.catalog_accelerator("  ")
+from helpers import labtools, ops
 
 
 def test_relative_error_values():
     """(predicted - measured) / measured: 2 vs 1 is +100 %, 1 vs 2 is -50 %."""
-    assert_allclose(labtools.relative_error([2.0, 1.0, 3.0], [1.0, 2.0, 3.0]), [1.0, -0.5, 0.0])
+    assert_allclose(
+        labtools.relative_error([2.0, 1.0, 3.0], [1.0, 2.0, 3.0]), [1.0, -0.5, 0.0]
+    )
 
 
 @given(st.floats(1e-9, 1e9), st.floats(1e-9, 1e9))
@@ -73,7 +42,13 @@ def test_relative_error_rejects_bad_input():
 
 def test_comparison_statistics_and_table():
     """Median and max |error| summarise the rows; the table shows scaled values and signed errors."""
-    c = labtools.Comparison(("a", "b", "c"), np.array([1e-3, 3e-3, 1e-3]), np.array([1e-3, 2e-3, 2e-3]), "s", "test device")
+    c = labtools.Comparison(
+        ("a", "b", "c"),
+        np.array([1e-3, 3e-3, 1e-3]),
+        np.array([1e-3, 2e-3, 2e-3]),
+        "s",
+        "test device",
+    )
     assert_allclose(c.relative_error, [0.0, 0.5, -0.5])
     assert c.median_abs_error == pytest.approx(0.5)
     assert c.max_abs_error == pytest.approx(0.5)
@@ -86,14 +61,24 @@ def test_comparison_statistics_and_table():
 def test_comparison_rejects_mismatched_labels():
     """One label per row, else ValueError naming labels."""
     with pytest.raises(ValueError, match="labels"):
-        labtools.Comparison(("a",), np.array([1.0, 2.0]), np.array([1.0, 2.0]), "s", "dev")
+        labtools.Comparison(
+            ("a",), np.array([1.0, 2.0]), np.array([1.0, 2.0]), "s", "dev"
+        )
 
 
+@pytest.mark.slow
 def test_timed_sweep_times_grow_with_work():
     """Timing a sleep of growing length on the CPU gives growing medians, one per value, and the device name."""
     import time
 
-    sweep = labtools.timed_sweep([1e-3, 1e-2], lambda s: (lambda: time.sleep(s)), repeats=3, warmup=0, progress=False, dev="cpu")
+    sweep = labtools.timed_sweep(
+        [1e-3, 1e-2],
+        lambda s: lambda: time.sleep(s),
+        repeats=3,
+        warmup=0,
+        progress=False,
+        dev="cpu",
+    )
     assert list(sweep.values) == [1e-3, 1e-2]
     assert sweep.seconds[1] > sweep.seconds[0] >= 1e-3
     assert sweep.device.startswith("CPU") and sweep.stopped_at is None
@@ -107,18 +92,22 @@ def test_timed_sweep_stops_at_out_of_memory():
             raise torch.cuda.OutOfMemoryError("simulated")
         return lambda: None
 
-    sweep = labtools.timed_sweep([1, 2, 3, 4], make, repeats=2, warmup=0, progress=False, dev="cpu")
+    sweep = labtools.timed_sweep(
+        [1, 2, 3, 4], make, repeats=2, warmup=0, progress=False, dev="cpu"
+    )
     assert list(sweep.values) == [1, 2] and sweep.stopped_at == 3
 
 
 def test_timed_sweep_other_errors_propagate():
     """Only out-of-memory is caught: a bug in the timed code is not hidden."""
     with pytest.raises(ZeroDivisionError):
-        labtools.timed_sweep([1], lambda v: (lambda: 1 / 0), repeats=1, warmup=0, progress=False, dev="cpu")
+        labtools.timed_sweep(
+            [1], lambda v: lambda: 1 / 0, repeats=1, warmup=0, progress=False, dev="cpu"
+        )
     with pytest.raises(ValueError, match="values"):
-        labtools.timed_sweep([], lambda v: (lambda: None))
+        labtools.timed_sweep([], lambda v: lambda: None)
     with pytest.raises(ValueError, match="repeats"):
-        labtools.timed_sweep([1], lambda v: (lambda: None), repeats=0)
+        labtools.timed_sweep([1], lambda v: lambda: None, repeats=0)
 
 
 def test_largest_that_fits_skips_out_of_memory():
@@ -142,12 +131,14 @@ def test_batch_sweep_sizes_put_the_knee_inside():
     T4 fp16 ridge = 65e12 / 320e9 = 203 FLOP/byte -> knee ~ 203 (NVIDIA T4 datasheet); a CPU with ~100 GFLOP/s
     and ~10 GB/s has ridge ~10 -> knee ~20 for fp32 weights.
     """
-    from helpers.batching import knee_batch
+    from helpers.ops import critical_batch_size
 
     gpu, cpu = labtools.batch_sweep_sizes(True), labtools.batch_sweep_sizes(False)
     assert gpu.dtype == "fp16" and cpu.dtype == "fp32"
     assert gpu.batches[0] == cpu.batches[0] == 1
-    assert gpu.batches[-1] > 4 * knee_batch("t4", gpu.d_linear, gpu.d_linear, "fp16")
+    assert gpu.batches[-1] > 4 * critical_batch_size(
+        "t4", dtype="fp16", d_in=gpu.d_linear, d_out=gpu.d_linear
+    )
     assert cpu.batches[-1] > 4 * 20
     with pytest.raises(TypeError, match="on_gpu"):
         labtools.batch_sweep_sizes("yes")
@@ -156,7 +147,11 @@ def test_batch_sweep_sizes_put_the_knee_inside():
 def test_layers_have_the_modelled_shapes_and_no_bias():
     """make_linear has no bias (its cost is exactly ops.linear_cost); make_mlp maps d_model -> d_ff -> d_model."""
     layer = labtools.make_linear(8, 4, "fp32", "cpu")
-    assert layer.bias is None and tuple(layer.weight.shape) == (4, 8) and not layer.weight.requires_grad
+    assert (
+        layer.bias is None
+        and tuple(layer.weight.shape) == (4, 8)
+        and not layer.weight.requires_grad
+    )
     mlp = labtools.make_mlp(8, 32, "fp32", "cpu")
     call = labtools.batch_caller(mlp, 8, "fp32", "cpu")(5)
     assert tuple(call().shape) == (5, 8)
@@ -179,11 +174,16 @@ def test_measured_ceilings_is_the_best_of_several(monkeypatch):
 
     monkeypatch.setattr(bench, "measured_accelerator", fake)
     acc = labtools.measured_ceilings(("fp32",), tries=3)
-    assert acc.flops("fp32") == 3e9 and acc.memory_bandwidth == 2e9 and acc.name == "measured: fake"
+    assert (
+        acc.flops("fp32") == 3e9
+        and acc.memory_bandwidth == 2e9
+        and acc.name == "measured: fake"
+    )
     with pytest.raises(ValueError, match="tries"):
         labtools.measured_ceilings(("fp32",), tries=0)
 
 
+@pytest.mark.slow
 def test_measured_ceilings_on_this_cpu():
     """A real quick measurement on the CPU gives positive ceilings no larger than a generous physical bound."""
     acc = labtools.measured_ceilings(("fp32",), dev="cpu", tries=2, quick=True)
@@ -195,11 +195,22 @@ def test_timed_sweep_past_knee_extends_until_throughput_saturates(monkeypatch):
     from helpers import bench
     from helpers.bench import Timing
 
-    monkeypatch.setattr(bench, "time_fn", lambda fn, warmup=0, repeats=1, dev=None: Timing(fn(), 0.0, repeats, "fake"))
-    make = lambda b: (lambda: max(1.0, b / 64))
-    sweep = labtools.timed_sweep_past_knee([1, 2, 4, 8, 16], make, max_value=4096, progress=False)
+    monkeypatch.setattr(
+        bench,
+        "time_fn",
+        lambda fn, warmup=0, repeats=1, dev=None: Timing(fn(), 0.0, repeats, "fake"),
+    )
+
+    def make(b):
+        return lambda: max(1.0, b / 64)
+
+    sweep = labtools.timed_sweep_past_knee(
+        [1, 2, 4, 8, 16], make, max_value=4096, progress=False
+    )
     assert list(sweep.values) == [1, 2, 4, 8, 16, 32, 64, 128]
-    capped = labtools.timed_sweep_past_knee([1, 2, 4, 8, 16], make, max_value=32, progress=False)
+    capped = labtools.timed_sweep_past_knee(
+        [1, 2, 4, 8, 16], make, max_value=32, progress=False
+    )
     assert list(capped.values) == [1, 2, 4, 8, 16, 32]
     with pytest.raises(ValueError, match="max_value"):
         labtools.timed_sweep_past_knee([1], make, max_value=0)
@@ -211,9 +222,53 @@ def test_rate_bounds():
     f, b = labtools.rate_bounds("Tesla T4", "fp16")
     assert f == pytest.approx(1.05 * 65e12) and b == pytest.approx(1.05 * 320e9)
     assert labtools.rate_bounds("Tesla T4", "bf16")[0] == float("inf")
-    assert labtools.rate_bounds("Tesla T4", "fp16", slack=3)[0] == pytest.approx(3 * 65e12)
+    assert labtools.rate_bounds("Tesla T4", "fp16", slack=3)[0] == pytest.approx(
+        3 * 65e12
+    )
     assert labtools.rate_bounds("NVIDIA RTX A6000", "fp16") == (1e16, 2e13)
-    cpu1, cpu4 = labtools.rate_bounds("CPU: x (1 threads)", "fp32"), labtools.rate_bounds("CPU: x (4 threads)", "fp32", threads=4)
+    cpu1, cpu4 = (
+        labtools.rate_bounds("CPU: x (1 threads)", "fp32"),
+        labtools.rate_bounds("CPU: x (4 threads)", "fp32", threads=4),
+    )
     assert cpu4[0] == pytest.approx(4 * cpu1[0]) and cpu1[1] == 2e12
     with pytest.raises(ValueError, match="threads"):
         labtools.rate_bounds("Tesla T4", "fp16", threads=0)
+
+
+def test_plan_sweep_shrinks_a_slow_dtype_and_keeps_a_fast_one():
+    """Lab 1's probe logic on a simulated CPU without bf16 units: fp32 at 60 GFLOP/s, bf16 at 1.3.
+
+    Measuring n costs 8 calls x 2 n^3 FLOP. fp32: n = 128..2048 costs
+    8 * 2 * (128^3 + ... + 2048^3) / 60e9 = 8 * 2 * 9.81e9 / 60e9 = 2.6 s, inside 20 s: all kept.
+    bf16: n = 128, 256, 512 cost 8 * 2 * (2.10e6 + 1.68e7 + 1.34e8) / 1.3e9 = 1.88 s; n = 1024
+    alone costs 8 * 2 * 1.07e9 / 1.3e9 = 13.2 s (15.1 s in all, inside 20 s); n = 2048 another
+    105.7 s: skipped.
+    """
+    sizes = [128, 256, 512, 1024, 2048]
+
+    def work(n: int) -> float:
+        return ops.matmul_cost(n, n, n).flops
+
+    fast = labtools.plan_sweep(sizes, work, 60e9, budget_s=20)
+    slow = labtools.plan_sweep(sizes, work, 1.3e9, budget_s=20)
+    assert fast.kept == tuple(sizes) and fast.skipped == ()
+    assert slow.kept == (128, 256, 512, 1024) and slow.skipped == (2048,)
+    assert slow.predicted_s[2048] == pytest.approx(8 * 2 * 2048**3 / 1.3e9)
+    sentence = slow.describe("bf16 matmul")
+    assert "skipping [2048]" in sentence and "1.3 GFLOP/s" in sentence
+    assert "skipping" not in fast.describe("fp32 matmul")
+
+
+def test_plan_sweep_keeps_a_minimum_and_rejects_bad_input():
+    """However tight the budget, the first ``minimum`` sizes are kept (a sweep needs two points for a trend)."""
+    plan = labtools.plan_sweep([1, 2, 3], lambda n: 1e9, 1.0, budget_s=1e-3)
+    assert plan.kept == (1, 2) and plan.skipped == (3,)
+    assert labtools.plan_sweep([1], lambda n: 1e9, 1.0, budget_s=1e-3).kept == (1,)
+    with pytest.raises(ValueError, match="sizes"):
+        labtools.plan_sweep([], lambda n: 1.0, 1.0, budget_s=1)
+    with pytest.raises(ValueError, match="rate"):
+        labtools.plan_sweep([1], lambda n: 1.0, 0.0, budget_s=1)
+    with pytest.raises(ValueError, match="budget_s"):
+        labtools.plan_sweep([1], lambda n: 1.0, 1.0, budget_s=-1)
+    with pytest.raises(TypeError, match="work_of"):
+        labtools.plan_sweep([1], 3, 1.0, budget_s=1)

@@ -11,16 +11,19 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import llm
+from helpers import cachesim, llm
 from helpers.llm import (
     ModelConfig,
+    attention_flops,
     decode_cost,
     get_model,
+    kv_cache_bytes,
     kv_cache_bytes_per_token,
     linear_flops_per_token,
     param_count,
@@ -38,14 +41,25 @@ PUBLISHED_PARAMS = {
     "llama-3-70b": 70_553_706_496,
 }
 
-TINY = ModelConfig("tiny", n_layers=2, d_model=8, n_heads=2, n_kv_heads=1, head_dim=4, d_ff=16, vocab_size=10)
+TINY = ModelConfig(
+    "tiny",
+    n_layers=2,
+    d_model=8,
+    n_heads=2,
+    n_kv_heads=1,
+    head_dim=4,
+    d_ff=16,
+    vocab_size=10,
+)
 
 
 def _by_hand(layers, d, heads, kv_heads, head_dim, d_ff, vocab):
     """Llama parameter count written out independently of the module:
     untied embedding + lm_head (2 V d); per layer q and o (2 d * H h), k and v (2 d * KV h),
     SwiGLU gate/up/down (3 d d_ff) and two RMSNorm weights (2 d); one final RMSNorm (d)."""
-    per_layer = 2 * d * heads * head_dim + 2 * d * kv_heads * head_dim + 3 * d * d_ff + 2 * d
+    per_layer = (
+        2 * d * heads * head_dim + 2 * d * kv_heads * head_dim + 3 * d * d_ff + 2 * d
+    )
     return 2 * vocab * d + layers * per_layer + d
 
 
@@ -60,17 +74,27 @@ def test_param_counts_match_published():
     """
     for name, expected in PUBLISHED_PARAMS.items():
         assert param_count(name) == expected, name
-    assert _by_hand(32, 4096, 32, 32, 128, 11008, 32000) == PUBLISHED_PARAMS["llama-2-7b"]
-    assert _by_hand(40, 5120, 40, 40, 128, 13824, 32000) == PUBLISHED_PARAMS["llama-2-13b"]
-    assert _by_hand(80, 8192, 64, 8, 128, 28672, 32000) == PUBLISHED_PARAMS["llama-2-70b"]
-    assert _by_hand(32, 4096, 32, 8, 128, 14336, 128256) == PUBLISHED_PARAMS["llama-3-8b"]
-    assert _by_hand(80, 8192, 64, 8, 128, 28672, 128256) == PUBLISHED_PARAMS["llama-3-70b"]
+    assert (
+        _by_hand(32, 4096, 32, 32, 128, 11008, 32000) == PUBLISHED_PARAMS["llama-2-7b"]
+    )
+    assert (
+        _by_hand(40, 5120, 40, 40, 128, 13824, 32000) == PUBLISHED_PARAMS["llama-2-13b"]
+    )
+    assert (
+        _by_hand(80, 8192, 64, 8, 128, 28672, 32000) == PUBLISHED_PARAMS["llama-2-70b"]
+    )
+    assert (
+        _by_hand(32, 4096, 32, 8, 128, 14336, 128256) == PUBLISHED_PARAMS["llama-3-8b"]
+    )
+    assert (
+        _by_hand(80, 8192, 64, 8, 128, 28672, 128256) == PUBLISHED_PARAMS["llama-3-70b"]
+    )
 
 
 def test_weight_bytes():
     """Weights in bf16 take 2 bytes per parameter (Llama-2-7B: 13.48 GB), fp8 one."""
     assert weight_bytes("llama-2-7b") == 2 * PUBLISHED_PARAMS["llama-2-7b"]
-    assert weight_bytes("llama-2-7b", "fp8") == PUBLISHED_PARAMS["llama-2-7b"]
+    assert weight_bytes("llama-2-7b", dtype="fp8") == PUBLISHED_PARAMS["llama-2-7b"]
     assert_allclose(weight_bytes("llama-2-7b") / 1e9, 13.48, rtol=1e-3)
 
 
@@ -84,8 +108,13 @@ def test_kv_bytes_per_token_published_models():
     assert kv_cache_bytes_per_token("llama-2-7b") == 524_288
     assert kv_cache_bytes_per_token("llama-3-8b") == 2 * 32 * 8 * 128 * 2
     for name in PUBLISHED_PARAMS:
-        assert kv_cache_bytes_per_token(name, "fp8") == kv_cache_bytes_per_token(name, "bf16") / 2
-        assert kv_cache_bytes_per_token(name, "fp32") == 2 * kv_cache_bytes_per_token(name, "bf16")
+        assert (
+            kv_cache_bytes_per_token(name, dtype="fp8")
+            == kv_cache_bytes_per_token(name, dtype="bf16") / 2
+        )
+        assert kv_cache_bytes_per_token(
+            name, dtype="fp32"
+        ) == 2 * kv_cache_bytes_per_token(name, dtype="bf16")
 
 
 def test_mha_gqa_mqa_kv_sizes():
@@ -151,7 +180,7 @@ def test_decode_intensity_about_batch(batch):
     for name in ("llama-2-7b", "llama-3-70b"):
         c = decode_cost(name, context=16, batch=batch)
         assert_allclose(c.intensity, batch, rtol=0.05)
-        assert bound(c.flops, c.bytes, "H100 SXM", "bf16") == "memory"
+        assert bound(c.flops, c.bytes, "H100 SXM", dtype="bf16") == "memory"
 
 
 def test_decode_long_context_stays_memory_bound():
@@ -169,7 +198,7 @@ def test_prefill_intensity_grows_with_tokens():
     intensities = [prefill_cost("llama-2-7b", t).intensity for t in tokens]
     assert all(a < b for a, b in zip(intensities, intensities[1:]))
     big = prefill_cost("llama-2-7b", 4096)
-    assert bound(big.flops, big.bytes, "H100 SXM", "bf16") == "compute"
+    assert bound(big.flops, big.bytes, "H100 SXM", dtype="bf16") == "compute"
 
 
 @given(st.integers(1, 4096), st.integers(1, 64))
@@ -178,8 +207,14 @@ def test_prefill_flops_superlinear_decode_linear(tokens, batch):
     decode FLOP scale exactly with batch."""
     one = prefill_cost(TINY, tokens)
     assert prefill_cost(TINY, tokens, batch=batch).flops == batch * one.flops
-    assert prefill_cost(TINY, tokens + 1).flops > one.flops * (tokens + 1) / tokens * (1 - 1e-12) - 160
-    assert decode_cost(TINY, tokens, batch=batch).flops == batch * decode_cost(TINY, tokens).flops
+    assert (
+        prefill_cost(TINY, tokens + 1).flops
+        > one.flops * (tokens + 1) / tokens * (1 - 1e-12) - 160
+    )
+    assert (
+        decode_cost(TINY, tokens, batch=batch).flops
+        == batch * decode_cost(TINY, tokens).flops
+    )
 
 
 def test_get_model_aliases():
@@ -234,5 +269,142 @@ def test_cost_bad_input():
     with pytest.raises(TypeError, match="batch"):
         decode_cost(TINY, 1, batch=1.5)
     with pytest.raises(KeyError, match="dtype"):
-        kv_cache_bytes_per_token(TINY, "fp12")
+        kv_cache_bytes_per_token(TINY, dtype="fp12")
     assert math.isfinite(decode_cost(TINY, 0).intensity)
+
+
+# --- KV cache of whole sequences ---------------------------------------------------------
+
+
+def test_kv_cache_bytes_by_hand():
+    """batch * tokens * KV bytes per token. Llama-3-70B bf16, one 4,096-token sequence: 4096 * 327,680
+    = 1,342,177,280 bytes (1.34 GB); 3 sequences thrice that; fp8 half; the tiny model 5 tokens x 32 = 160."""
+    assert kv_cache_bytes("llama-3-70b", 4096) == 1_342_177_280
+    assert kv_cache_bytes("llama-3-70b", 4096, batch=3) == 3 * 1_342_177_280
+    assert kv_cache_bytes("llama-3-70b", 4096, dtype="fp8") == 1_342_177_280 / 2
+    assert kv_cache_bytes(TINY, 5) == 160
+
+
+@given(
+    st.integers(1, 10**6),
+    st.integers(1, 10**6),
+    st.integers(1, 64),
+    st.sampled_from(["llama-2-7b", "llama-3-70b"]),
+)
+def test_kv_cache_bytes_adds_up(a, b, batch, model):
+    """Property: sequences of a and b tokens hold as much as one of a + b tokens; a batch holds batch times one."""
+    assert kv_cache_bytes(model, a) + kv_cache_bytes(model, b) == kv_cache_bytes(
+        model, a + b
+    )
+    assert kv_cache_bytes(model, a, batch=batch) == batch * kv_cache_bytes(model, a)
+
+
+def test_kv_cache_bytes_bad_input():
+    """No tokens, no sequences, an unknown dtype or a positional option raise, naming the parameter."""
+    with pytest.raises(ValueError, match="tokens"):
+        kv_cache_bytes(TINY, 0)
+    with pytest.raises(ValueError, match="batch"):
+        kv_cache_bytes(TINY, 4, batch=0)
+    with pytest.raises(KeyError, match="dtype"):
+        kv_cache_bytes(TINY, 4, dtype="fp64")
+    with pytest.raises(TypeError):
+        kv_cache_bytes(TINY, 4, 2)  # type: ignore[misc]
+
+
+# --- attention FLOP ------------------------------------------------------------------------
+
+
+def test_attention_flops_by_hand():
+    """4 * n_layers * q_dim FLOP per query-key pair (2 q_dim for the score, 2 q_dim for the weighted value).
+
+    Tiny model: 4 * 2 * 8 = 64 per pair, so 6 pairs (a causal prefill of 3 tokens) cost 384.
+    Llama-3-70B: 4 * 80 * 8192 = 2,621,440 per pair; a decode step over 4,096 cached tokens has 4,097 pairs:
+    10,740,039,680 FLOP. Vectorised: an array of pair counts gives an array.
+    """
+    assert attention_flops(TINY, 6) == 384.0
+    assert attention_flops("llama-3-70b", 4097) == 10_740_039_680
+    assert attention_flops(TINY, 0) == 0.0
+    out = attention_flops(TINY, np.array([0, 1, 6]))
+    assert isinstance(out, np.ndarray) and out.tolist() == [0.0, 64.0, 384.0]
+    assert isinstance(attention_flops(TINY, 6), float)
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (-1, ValueError),
+        (float("nan"), ValueError),
+        (float("inf"), ValueError),
+        ([1, -2], ValueError),
+        ("6", TypeError),
+        (True, TypeError),
+        (None, TypeError),
+    ],
+)
+def test_attention_flops_bad_input(bad, error):
+    """Negative, NaN or infinite pair counts, strings, bools and None raise, naming ``pairs``."""
+    with pytest.raises(error, match="pairs"):
+        attention_flops(TINY, bad)
+
+
+@given(
+    st.integers(0, 100_000),
+    st.integers(1, 64),
+    st.sampled_from(["llama-2-7b", "llama-3-70b"]),
+)
+def test_decode_cost_uses_attention_flops(context, batch, model):
+    """Property: one more cached token adds attention_flops(1) per sequence to a decode step, and nothing else."""
+    longer = decode_cost(model, context + 1, batch=batch).flops
+    added = longer - decode_cost(model, context, batch=batch).flops
+    assert_allclose(added, batch * attention_flops(model, 1), rtol=1e-6)
+
+
+@given(st.integers(1, 100_000), st.sampled_from(["llama-2-7b", "llama-3-70b"]))
+def test_prefill_cost_uses_attention_flops(tokens, model):
+    """Property: a prefill's FLOP are its tokens' weight matmuls, attention over t (t + 1) / 2 pairs and one
+    lm_head (2 d V); cachesim's saved FLOP of an h-token hit is the same count without the lm_head."""
+    m = get_model(model)
+    lm_head = 2.0 * m.d_model * m.vocab_size
+    expected = (
+        tokens * linear_flops_per_token(m)
+        + attention_flops(m, tokens * (tokens + 1) / 2)
+        + lm_head
+    )
+    assert_allclose(prefill_cost(m, tokens).flops, expected, rtol=1e-12)
+    assert_allclose(
+        cachesim.prefill_flops_saved(m, tokens), expected - lm_head, rtol=1e-12
+    )
+
+
+# --- the catalog ------------------------------------------------------------------------------
+
+
+def test_nominal_params_are_the_published_sizes():
+    """Each model's nominal size is the one in its name; the exact counts above round to it within 4 %."""
+    nominal = {name: get_model(name).nominal_params for name in PUBLISHED_PARAMS}
+    assert nominal == {
+        "llama-2-7b": 7e9,
+        "llama-2-13b": 13e9,
+        "llama-2-70b": 70e9,
+        "llama-3-8b": 8e9,
+        "llama-3-70b": 70e9,
+    }
+    for name, count in PUBLISHED_PARAMS.items():
+        assert abs(count / nominal[name] - 1) < 0.04, name
+    assert TINY.nominal_params is None
+
+
+@pytest.mark.parametrize("field", ["gated_mlp", "tied_embeddings"])
+@pytest.mark.parametrize("bad", ["yes", 1, 0, None])
+def test_model_config_booleans_must_be_bool(field, bad):
+    """gated_mlp and tied_embeddings must be True or False: "yes" or 1 would silently change the counts."""
+    with pytest.raises(TypeError, match=field):
+        replace(TINY, **{field: bad})
+
+
+def test_model_config_nominal_params_must_be_positive():
+    """A nominal size must be a positive number (or None)."""
+    with pytest.raises(ValueError, match="nominal_params"):
+        replace(TINY, nominal_params=-7e9)
+    with pytest.raises(TypeError, match="nominal_params"):
+        replace(TINY, nominal_params="7B")

@@ -10,6 +10,7 @@ takeaway, lab link and references.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -46,9 +47,13 @@ def _code(nb: nbformat.NotebookNode) -> str:
 
 
 def test_book_has_chapters_and_labs():
-    """The book has its nine chapters and six labs."""
-    assert len(CHAPTERS) == 9, [p.name for p in CHAPTERS]
-    assert len(LABS) == 6, [p.name for p in LABS]
+    """Every chapter and lab listed in the table of contents exists (and, below, every one on disk is listed)."""
+    listed = {f for f in _toc_files() if f.startswith(("chapters/", "labs/"))}
+    on_disk = {str(p.relative_to(ROOT).with_suffix("")) for p in CHAPTERS + LABS}
+    assert CHAPTERS and LABS
+    assert listed == on_disk, (
+        f"in the TOC only: {listed - on_disk}; on disk only: {on_disk - listed}"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
@@ -63,7 +68,9 @@ def test_setup_cell_installs_helpers_from_the_configured_repository(path):
     first = next(c for c in _read(path).cells if c.cell_type == "code")
     assert '"google.colab" in sys.modules' in first.source
     urls = re.findall(r"git\+(https://[^\s\"']+)", first.source)
-    assert urls == [REPO_URL], f"{path.name}: setup cell installs from {urls}, _config.yml says {REPO_URL}"
+    assert urls == [REPO_URL], (
+        f"{path.name}: setup cell installs from {urls}, _config.yml says {REPO_URL}"
+    )
     assert "torch" not in first.source.replace("torch is already there", "")
 
 
@@ -84,8 +91,10 @@ def test_chapter_has_its_parts(path):
     assert len(solutions) >= len(exercises), f"{path.name}: an exercise has no solution"
     assert "exercises.check(" in _code(nb), f"{path.name}: no auto-checked exercise"
     assert re.search(r"Takeaway", text), f"{path.name}: no takeaway box"
-    assert "Calculator(" in _code(nb), f"{path.name}: no calculator"
-    assert re.search(r"\]\(\.\./labs/lab\d_[a-z0-9_]+\.ipynb\)", text), f"{path.name}: no link to a lab"
+    assert re.search(r"\bcalculators\.\w+\(", _code(nb)), f"{path.name}: no calculator"
+    assert re.search(r"\]\(\.\./labs/lab\d_[a-z0-9_]+\.ipynb\)", text), (
+        f"{path.name}: no link to a lab"
+    )
     assert "{footbibliography}" in text, f"{path.name}: no references"
 
 
@@ -97,7 +106,9 @@ def test_lab_opens_in_colab_with_a_gpu(path):
     badge = f"https://colab.research.google.com/github/{REPO_URL.removeprefix('https://github.com/')}/blob/main/labs/{path.name}"
     assert badge in _markdown(nb), f"{path.name}: no Colab badge linking {badge}"
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    assert "describe_device()" in code_cells[1].source, f"{path.name}: the second code cell must print the device"
+    assert "describe_device()" in code_cells[1].source, (
+        f"{path.name}: the second code cell must print the device"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
@@ -106,5 +117,83 @@ def test_committed_with_outputs_and_no_errors(path):
     for cell in _read(path).cells:
         if cell.cell_type != "code" or not cell.source.strip():
             continue
-        assert cell.get("execution_count") is not None, f"{path.name}: a code cell was never run"
-        assert not any(o.get("output_type") == "error" for o in cell.outputs), f"{path.name}: an error output"
+        assert cell.get("execution_count") is not None, (
+            f"{path.name}: a code cell was never run"
+        )
+        assert not any(o.get("output_type") == "error" for o in cell.outputs), (
+            f"{path.name}: an error output"
+        )
+
+
+_WRITES = re.compile(
+    r"""(savefig|to_csv|to_json|write_text|write_bytes|np\.save\w*|json\.dump)\s*\(|open\([^)]*["'][wax]b?["']"""
+)
+
+
+@pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
+def test_notebook_writes_no_file_outside_a_temporary_folder(path):
+    """Notebooks run in readers' kernels and in CI: a cell that writes a file must write it under tempfile's folder."""
+    for index, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "code":
+            continue
+        if _WRITES.search(cell.source) and "tempfile" not in cell.source:
+            pytest.fail(
+                f"{path.name} cell {index} writes a file outside a temporary folder:\n{cell.source}"
+            )
+        assert not re.search(r"[\"']/(tmp|home|root|work)/", cell.source), (
+            f"{path.name} cell {index} uses an absolute path"
+        )
+
+
+def _prints_only(source: str) -> bool:
+    """True if every statement of a cell is a call to ``Markdown``/``display`` (it only prints prose or a table)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: not a prose cell
+        return False
+    if not tree.body:
+        return False
+    for node in tree.body:
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+            return False
+        func = node.value.func
+        if not (isinstance(func, ast.Name) and func.id in {"Markdown", "display"}):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("path", CHAPTERS + LABS, ids=lambda p: p.name)
+def test_prose_cells_hide_their_input(path):
+    """A cell whose only job is to print prose or a table hides its input: readers read each sentence once."""
+    for index, cell in enumerate(_read(path).cells):
+        if cell.cell_type == "code" and _prints_only(cell.source):
+            tags = cell.metadata.get("tags", [])
+            assert "hide-input" in tags or "remove-input" in tags, (
+                f"{path.name} cell {index} only prints prose but shows its code:\n{cell.source[:200]}"
+            )
+
+
+def test_one_largest_batch_in_every_chapter():
+    """Chapters 5, 8 and 9 state the same largest batch for Llama-3-70B on 8xH100 at 4,096 tokens.
+
+    The number is the one home's, :func:`helpers.inference.max_decode_batch`;
+    each chapter's committed outputs must print it (they once said 323 and 371).
+    """
+    from helpers import inference
+
+    expected = inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8)
+    for name in (
+        "05_transformer_inference",
+        "08_attention_offload",
+        "09_hybrid_strategies",
+    ):
+        nb = _read(ROOT / "chapters" / f"{name}.ipynb")
+        text = "\n".join(
+            str(o.get("text", "")) + str(o.get("data", {}).get("text/markdown", ""))
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+        )
+        assert re.search(rf"\b{expected:,}\b|\b{expected}\b", text), (
+            f"{name} never prints {expected}"
+        )

@@ -11,24 +11,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import offload
+from helpers import hardware, offload
 from helpers.hardware import get_accelerator, get_link
-from helpers.llm import decode_cost, get_model, kv_cache_bytes_per_token, weight_bytes
+from helpers.llm import decode_cost, get_model
 
 MODELS = ["llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b"]
 
 
 def test_split_adds_up_to_decode_cost():
     """The two parts sum to helpers.llm.decode_cost exactly (the split re-derives nothing)."""
-    total = decode_cost("llama-3-70b", 4096, 64)
-    split = offload.decode_split("llama-3-70b", 4096, 64)
-    assert_allclose([split.total.flops, split.total.bytes], [total.flops, total.bytes], rtol=1e-12)
+    total = decode_cost("llama-3-70b", 4096, batch=64)
+    split = offload.decode_split("llama-3-70b", 4096, batch=64)
+    assert_allclose(
+        [split.total.flops, split.total.bytes], [total.flops, total.bytes], rtol=1e-12
+    )
 
 
 def test_attention_part_by_hand():
     """Llama-2-7B, context 99, batch 2: attention = 4 L q_dim (c+1) b FLOP and (c+1) b kv_bytes/token bytes."""
     m = get_model("llama-2-7b")
-    split = offload.decode_split(m, 99, 2)
+    split = offload.decode_split(m, 99, batch=2)
     assert_allclose(split.attention.flops, 4 * 32 * 4096 * 100 * 2, rtol=1e-9)
     assert_allclose(split.attention.bytes, 100 * 2 * (2 * 32 * 4096 * 2), rtol=1e-9)
 
@@ -37,86 +39,134 @@ def test_attention_intensity_by_hand():
     """2 * group / bytes: MHA Llama-2-7B in bf16 = 1 FLOP/byte, GQA-8 Llama-3-70B = 8, in fp32 = 4."""
     assert offload.attention_intensity("llama-2-7b") == 1.0
     assert offload.attention_intensity("llama-3-70b") == 8.0
-    assert offload.attention_intensity("llama-3-70b", "fp32") == 4.0
+    assert offload.attention_intensity("llama-3-70b", dtype="fp32") == 4.0
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.sampled_from(MODELS), st.integers(0, 100_000), st.integers(1, 4096))
 def test_attention_intensity_independent_of_batch_and_context(model, context, batch):
     """Whatever the batch and context, the split's attention intensity is the closed form."""
-    split = offload.decode_split(model, context, batch)
-    assert_allclose(split.attention.intensity, offload.attention_intensity(model), rtol=1e-6)
+    split = offload.decode_split(model, context, batch=batch)
+    assert_allclose(
+        split.attention.intensity, offload.attention_intensity(model), rtol=1e-6
+    )
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.sampled_from(MODELS), st.integers(0, 32_768), st.integers(1, 2048))
 def test_linear_intensity_grows_with_batch(model, context, batch):
     """Doubling the batch raises the linear part's intensity (weights are shared by the batch)."""
-    one = offload.decode_split(model, context, batch).linear.intensity
-    two = offload.decode_split(model, context, 2 * batch).linear.intensity
+    one = offload.decode_split(model, context, batch=batch).linear.intensity
+    two = offload.decode_split(model, context, batch=2 * batch).linear.intensity
     assert two > one
 
 
 def test_linear_intensity_near_batch_in_bf16():
     """In bf16 the linear intensity is about the batch (2 FLOP per weight per sequence / 2 bytes per weight)."""
-    split = offload.decode_split("llama-3-70b", 1000, 32)
+    split = offload.decode_split("llama-3-70b", 1000, batch=32)
     assert 0.9 * 32 < split.linear.intensity < 32
 
 
 def test_layer_traffic_by_hand():
     """Llama-3-70B bf16: sent (8192 + 2*1024)*2 = 20,480 bytes, received 8192*2 = 16,384 bytes per sequence and layer."""
     assert offload.layer_traffic_bytes("llama-3-70b") == (20480.0, 16384.0)
-    assert offload.step_traffic_bytes("llama-3-70b", 10) == 10 * 80 * (20480 + 16384)
+    assert offload.step_traffic_bytes("llama-3-70b", batch=10) == 10 * 80 * (
+        20480 + 16384
+    )
 
 
 def test_offload_step_by_hand():
     """Each part is the roofline time of its share; transfer = 2 L latency + traffic / (min(n_compute, n_memory) bandwidth)."""
-    split = offload.decode_split("llama-3-70b", 2048, 128)
-    step = offload.offload_step_time("llama-3-70b", 2048, 128, "h100", "h20", "cx7", n_compute=2, n_memory=4)
+    split = offload.decode_split("llama-3-70b", 2048, batch=128)
+    step = offload.offload_step_time(
+        "llama-3-70b", 2048, "h100", "h20", "cx7", batch=128, n_compute=2, n_memory=4
+    )
     h100, h20, cx7 = get_accelerator("h100"), get_accelerator("h20"), get_link("cx7")
-    linear = max(split.linear.flops / 2 / h100.flops("bf16"), split.linear.bytes / 2 / h100.memory_bandwidth)
-    attention = max(split.attention.flops / 4 / h20.flops("bf16"), split.attention.bytes / 4 / h20.memory_bandwidth)
-    transfer = 2 * 80 * cx7.latency + offload.step_traffic_bytes("llama-3-70b", 128) / (2 * cx7.bandwidth)  # min(2, 4) links
-    assert_allclose([step.linear_s, step.attention_s, step.transfer_s], [linear, attention, transfer], rtol=1e-12)
+    linear = max(
+        split.linear.flops / 2 / h100.flops("bf16"),
+        split.linear.bytes / 2 / h100.memory_bandwidth,
+    )
+    attention = max(
+        split.attention.flops / 4 / h20.flops("bf16"),
+        split.attention.bytes / 4 / h20.memory_bandwidth,
+    )
+    traffic = offload.step_traffic_bytes("llama-3-70b", batch=128)
+    transfer = 2 * 80 * cx7.latency + traffic / (2 * cx7.bandwidth)  # min(2, 4) links
+    assert_allclose(
+        [step.linear_s, step.attention_s, step.transfer_s],
+        [linear, attention, transfer],
+        rtol=1e-12,
+    )
     assert_allclose(step.serial_s, linear + attention + transfer)
     assert step.overlapped_s == max(linear, attention, transfer)
 
 
 def test_attention_is_memory_bound_on_every_catalog_device():
     """Decode attention (intensity <= 8) sits left of every catalog device's bf16/fp16 ridge."""
-    for acc in ("h100", "h200", "h20", "a100", "l4", "a10g", "rtx 4090"):
-        split = offload.decode_split("llama-3-70b", 4096, 64)
-        device = get_accelerator(acc)
-        dtype = "bf16" if "bf16" in device.peak_flops else "fp16"
-        assert split.attention.intensity < device.flops(dtype) / device.memory_bandwidth
+    split = offload.decode_split("llama-3-70b", 4096, batch=64)
+    for device in hardware.accelerators():
+        dtype = device.half_dtype
+        assert (
+            split.attention.intensity < device.flops(dtype) / device.memory_bandwidth
+        ), device.name
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 16_384), st.integers(1, 1024), st.integers(1, 8), st.integers(1, 8))
+@given(
+    st.integers(0, 16_384), st.integers(1, 1024), st.integers(1, 8), st.integers(1, 8)
+)
 def test_more_devices_never_slower(context, batch, n_compute, n_memory):
     """Adding compute or memory devices never lengthens any part of the step."""
-    base = offload.offload_step_time("llama-3-8b", context, batch, "h100", "l4", "cx7", n_compute, n_memory)
-    more = offload.offload_step_time("llama-3-8b", context, batch, "h100", "l4", "cx7", n_compute + 1, n_memory + 1)
-    assert more.linear_s <= base.linear_s and more.attention_s <= base.attention_s and more.transfer_s <= base.transfer_s
+    base = offload.offload_step_time(
+        "llama-3-8b",
+        context,
+        "h100",
+        "l4",
+        "cx7",
+        batch=batch,
+        n_compute=n_compute,
+        n_memory=n_memory,
+    )
+    more = offload.offload_step_time(
+        "llama-3-8b",
+        context,
+        "h100",
+        "l4",
+        "cx7",
+        batch=batch,
+        n_compute=n_compute + 1,
+        n_memory=n_memory + 1,
+    )
+    assert (
+        more.linear_s <= base.linear_s
+        and more.attention_s <= base.attention_s
+        and more.transfer_s <= base.transfer_s
+    )
     assert base.overlapped_s <= base.serial_s
 
 
-def test_colocated_matches_roofline_of_decode_cost():
-    """The baseline is the roofline time of decode_cost split over n GPUs."""
-    cost = decode_cost("llama-3-70b", 4096, 64)
-    h100 = get_accelerator("h100")
-    expected = max(cost.flops / 8 / h100.flops("bf16"), cost.bytes / 8 / h100.memory_bandwidth)
-    assert_allclose(offload.colocated_step_time("llama-3-70b", 4096, 64, "h100", 8), expected)
+def test_mfu_slows_only_the_linear_part():
+    """MFU scales the compute GPUs' peak (the linear part); attention runs on the memory devices, memory-bound.
 
-
-def test_capacity_limits_by_hand():
-    """8 x H100 (640 GB) minus Llama-3-70B weights, over 4097 tokens of 327,680 bytes per sequence."""
-    free = 8 * 80e9 - weight_bytes("llama-3-70b")
-    per_seq = 4097 * kv_cache_bytes_per_token("llama-3-70b")
-    assert offload.max_batch_colocated("llama-3-70b", 4096, "h100", 8) == int(free // per_seq)
-    assert offload.max_batch_offload("llama-3-70b", 4096, "h20", 2) == int(2 * 96e9 // per_seq)
-    assert offload.max_batch_colocated("llama-3-70b", 4096, "h100", 1) == 0  # weights alone do not fit
-    assert not offload.weights_fit("llama-3-70b", "h100", 1) and offload.weights_fit("llama-3-70b", "h100", 2)
+    Llama-3-70B, batch 256 at 1,024 tokens on one H100: the linear part does 256 * (136.9e9 + 2.1e9) FLOP =
+    35.6e12 (36 ms at 989.4 TFLOP/s) on 139.0e9 + 4.2e6 bytes (41.5 ms at 3.35 TB/s): memory-bound at full
+    peak, compute-bound (72 ms) at 50 % MFU. Attention and transfer do not change.
+    """
+    full = offload.offload_step_time(
+        "llama-3-70b", 1024, "h100", "h20", "cx7", batch=256
+    )
+    half = offload.offload_step_time(
+        "llama-3-70b", 1024, "h100", "h20", "cx7", batch=256, mfu=0.5
+    )
+    assert_allclose(
+        full.linear_s, (139_003_428_864 + 256 * 8192 * 2) / 3.35e12, rtol=1e-9
+    )
+    assert_allclose(
+        half.linear_s,
+        2 * 256 * (136_902_082_560 + 2_101_346_304) / 989.4e12,
+        rtol=1e-12,
+    )
+    assert (half.attention_s, half.transfer_s) == (full.attention_s, full.transfer_s)
 
 
 def test_tokens_per_dollar_by_hand():
@@ -127,12 +177,23 @@ def test_tokens_per_dollar_by_hand():
 def test_breakeven_price_ratio_by_hand():
     """8 GPUs make 1000 tok/s; 4 GPUs + 8 memory devices make 1500: tie when 8p/1000 = (4p + 8q)/1500, q = p."""
     assert_allclose(offload.breakeven_price_ratio(1500, 4, 8, 1000, 8), 1.0)
-    assert offload.breakeven_price_ratio(400, 4, 8, 1000, 8) < 0  # loses even with free memory devices
+    assert (
+        offload.breakeven_price_ratio(400, 4, 8, 1000, 8) < 0
+    )  # loses even with free memory devices
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.floats(1, 1e6), st.floats(1, 1e6), st.integers(1, 16), st.integers(1, 64), st.integers(1, 16), st.floats(0.1, 10))
-def test_breakeven_price_ratio_ties_tokens_per_dollar(t_off, t_base, n_c, n_m, n_b, price):
+@given(
+    st.floats(1, 1e6),
+    st.floats(1, 1e6),
+    st.integers(1, 16),
+    st.integers(1, 64),
+    st.integers(1, 16),
+    st.floats(0.1, 10),
+)
+def test_breakeven_price_ratio_ties_tokens_per_dollar(
+    t_off, t_base, n_c, n_m, n_b, price
+):
     """At the break-even ratio (when positive) both deployments give the same tokens per dollar."""
     ratio = offload.breakeven_price_ratio(t_off, n_c, n_m, t_base, n_b)
     if ratio > 1e-6:
@@ -144,22 +205,60 @@ def test_breakeven_price_ratio_ties_tokens_per_dollar(t_off, t_base, n_c, n_m, n
 @pytest.mark.parametrize(
     "call, param",
     [
-        (lambda: offload.decode_split("llama-3-70b", -1, 1), "context"),
-        (lambda: offload.decode_split("llama-3-70b", 10, 0), "batch"),
-        (lambda: offload.decode_split("llama-3-70b", 10, 1.5), "batch"),
-        (lambda: offload.decode_split("gpt-5", 10, 1), "model"),
-        (lambda: offload.attention_intensity("llama-3-70b", "fp12"), "dtype"),
-        (lambda: offload.offload_step_time("llama-3-70b", 10, 1, "h100", "h20", "cx7", n_compute=0), "n_compute"),
-        (lambda: offload.offload_step_time("llama-3-70b", 10, 1, "h100", "h20", "cx7", n_memory=-2), "n_memory"),
-        (lambda: offload.offload_step_time("llama-3-70b", 10, 1, "h100", "h20", "cx7", n_links=0), "n_links"),
-        (lambda: offload.offload_step_time("llama-3-70b", 10, 1, "h100", "tpu", "cx7"), "accelerator"),
-        (lambda: offload.offload_step_time("llama-3-70b", 10, 1, "h100", "h20", "carrier pigeon"), "link"),
-        (lambda: offload.colocated_step_time("llama-3-70b", 10, 1, "h100", 0), "n_gpus"),
+        (lambda: offload.decode_split("llama-3-70b", -1), "context"),
+        (lambda: offload.decode_split("llama-3-70b", 10, batch=0), "batch"),
+        (lambda: offload.decode_split("llama-3-70b", 10, batch=1.5), "batch"),
+        (lambda: offload.decode_split("llama-3-70b", 10, 2), "positional"),
+        (lambda: offload.decode_split("gpt-5", 10), "model"),
+        (lambda: offload.attention_intensity("llama-3-70b", dtype="fp12"), "dtype"),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "cx7", n_compute=0
+            ),
+            "n_compute",
+        ),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "cx7", n_memory=-2
+            ),
+            "n_memory",
+        ),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "cx7", n_links=0
+            ),
+            "n_links",
+        ),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "cx7", mfu=2
+            ),
+            "mfu",
+        ),
+        (
+            lambda: offload.offload_step_time("llama-3-70b", 10, "h100", "tpu", "cx7"),
+            "accelerator",
+        ),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "carrier pigeon"
+            ),
+            "link",
+        ),
+        (
+            lambda: offload.offload_step_time(
+                "llama-3-70b", 10, "h100", "h20", "cx7", 4
+            ),
+            "positional",
+        ),
         (lambda: offload.tokens_per_dollar(10, 0), "price_per_hour"),
         (lambda: offload.tokens_per_dollar(-1, 1), "tokens_per_second"),
         (lambda: offload.tokens_per_dollar(10, math.inf), "price_per_hour"),
-        (lambda: offload.step_traffic_bytes("llama-3-70b", 0), "batch"),
-        (lambda: offload.breakeven_price_ratio(10, 1, 1, 0, 1), "baseline_tokens_per_s"),
+        (lambda: offload.step_traffic_bytes("llama-3-70b", batch=0), "batch"),
+        (
+            lambda: offload.breakeven_price_ratio(10, 1, 1, 0, 1),
+            "baseline_tokens_per_s",
+        ),
         (lambda: offload.breakeven_price_ratio(10, 1, 0, 5, 1), "n_memory"),
     ],
 )

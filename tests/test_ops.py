@@ -10,16 +10,18 @@ Table 1, in torchvision's "v1.5" form (stride 2 on the 3x3 convolution), whose
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from helpers import ops
 from helpers.hardware import dtype_bytes
 from helpers.ops import (
+    OP_KINDS,
     Cost,
     conv2d_cost,
     conv_output_size,
@@ -28,18 +30,26 @@ from helpers.ops import (
     linear_cost,
     matmul_cost,
     mlp_cost,
+    op_cost,
     reduction_cost,
     resnet50_layers,
 )
 from helpers.roofline import ridge_point
 
 # zero or normal magnitudes: subnormal floats (5e-324) lose precision when scaled, which is float arithmetic, not the model
-amounts = st.one_of(st.just(0.0), st.floats(min_value=1e-6, max_value=1e15, allow_nan=False, allow_infinity=False))
+amounts = st.one_of(
+    st.just(0.0),
+    st.floats(min_value=1e-6, max_value=1e15, allow_nan=False, allow_infinity=False),
+)
 costs = st.builds(Cost, amounts, amounts)
-factors = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
+factors = st.floats(
+    min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False
+)
 DEVICES = ["T4", "A100", "H100 SXM", "L4", "V100 SXM2"]
 
-RESNET50_PARAMS = 25_557_032  # torchvision.models.resnet50(): sum(p.numel() for p in m.parameters())
+RESNET50_PARAMS = (
+    25_557_032  # torchvision.models.resnet50(): sum(p.numel() for p in m.parameters())
+)
 RESNET50_MACS = 4_089_184_256  # convolutions + fc at 224x224, v1.5
 
 
@@ -50,10 +60,12 @@ def test_matmul_cost_hand_derived():
     """C[2,4] = A[2,3] @ B[3,4]: 2*2*3*4 = 48 FLOP; fp16 bytes 2*(6 + 12 + 8) = 52; fp32 104."""
     c = matmul_cost(2, 3, 4)
     assert (c.flops, c.bytes) == (48.0, 52.0)
-    assert matmul_cost(2, 3, 4, "fp32").bytes == 104.0
-    big = matmul_cost(4096, 4096, 4096, "bf16")
+    assert matmul_cost(2, 3, 4, dtype="fp32").bytes == 104.0
+    big = matmul_cost(4096, 4096, 4096, dtype="bf16")
     assert big.flops == 2 * 4096**3
-    assert_allclose(big.intensity, 2 * 4096**3 / (2 * 3 * 4096**2))  # = 4096/3 FLOP/byte
+    assert_allclose(
+        big.intensity, 2 * 4096**3 / (2 * 3 * 4096**2)
+    )  # = 4096/3 FLOP/byte
 
 
 def test_linear_cost_hand_derived():
@@ -62,7 +74,7 @@ def test_linear_cost_hand_derived():
     c = linear_cost(8, 4096, 4096)
     assert c.flops == 268_435_456
     assert c.bytes == 33_685_504
-    q = linear_cost(8, 4096, 4096, "fp16", weight_dtype="int8")
+    q = linear_cost(8, 4096, 4096, dtype="fp16", weight_dtype="int8")
     assert q.flops == c.flops
     assert q.bytes == 4096**2 + 2 * 8 * 8192
     # small batch: intensity ~ 2B / w_w = 8 FLOP/byte for fp16 weights
@@ -90,27 +102,29 @@ def test_conv2d_cost_hand_derived():
     assert conv2d_cost(4, 3, 64, 224, 224, 7, stride=2).flops == 4 * c.flops
     # a 1x1 convolution is a matmul of (N*P*Q, C) x (C, K)
     one = conv2d_cost(2, 64, 256, 56, 56, 1, dtype="fp32")
-    mm = matmul_cost(2 * 56 * 56, 64, 256, "fp32")
+    mm = matmul_cost(2 * 56 * 56, 64, 256, dtype="fp32")
     assert one.flops == mm.flops and one.bytes == mm.bytes
 
 
 def test_conv_output_size():
     """(size + 2 pad - kernel) // stride + 1: 224 -7x7/2-> 112 -3x3 pool/2-> 56; default pad = kernel // 2."""
-    assert conv_output_size(224, 7, 2) == 112
-    assert conv_output_size(112, 3, 2, 1) == 56
-    assert conv_output_size(56, 3, 1) == 56
-    assert conv_output_size(5, 5, 1, 0) == 1
+    assert conv_output_size(224, 7, stride=2) == 112
+    assert conv_output_size(112, 3, stride=2, padding=1) == 56
+    assert conv_output_size(56, 3) == 56
+    assert conv_output_size(5, 5, padding=0) == 1
     with pytest.raises(ValueError, match="kernel"):
-        conv_output_size(3, 7, 1, 0)
+        conv_output_size(3, 7, padding=0)
+    with pytest.raises(TypeError):
+        conv_output_size(224, 7, 2)  # type: ignore[misc]  # stride is an option: keyword-only
 
 
 def test_elementwise_and_reduction_costs():
     """Elementwise add of 1000 fp32: 1000 FLOP, 3*4*1000 bytes (2 reads + 1 write) -> 1/12 FLOP/byte.
     Row-sum of 1000 into 10: 990 additions, (1000 + 10)*4 bytes."""
-    add = elementwise_cost(1000, "fp32", n_inputs=2)
+    add = elementwise_cost(1000, dtype="fp32", n_inputs=2)
     assert (add.flops, add.bytes) == (1000.0, 12000.0)
     assert_allclose(add.intensity, 1 / 12)
-    red = reduction_cost(1000, "fp32", outputs=10)
+    red = reduction_cost(1000, dtype="fp32", outputs=10)
     assert (red.flops, red.bytes) == (990.0, 4040.0)
     with pytest.raises(ValueError, match="outputs"):
         reduction_cost(10, outputs=11)
@@ -174,8 +188,65 @@ def test_cost_validation_and_intensity():
         Cost(1, 1) * -2
     with pytest.raises(TypeError):
         Cost(1, 1) + 1  # type: ignore[operator]
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         Cost(1, 1).flops = 2  # type: ignore[misc]
+
+
+# --- named operations (the chapters' calculators) -----------------------------------
+
+
+def test_op_cost_matches_formulas():
+    """Each named kind returns the FLOP and bytes of its formula, counted by hand for small sizes."""
+    assert op_cost("relu", 10, dtype="fp32") == Cost(
+        10.0, 80.0
+    )  # 10 reads + 10 writes of 4 bytes
+    assert op_cost("add", 10, dtype="fp16") == Cost(
+        10.0, 60.0
+    )  # 20 reads + 10 writes of 2 bytes
+    assert op_cost("sum", 10, dtype="fp32") == Cost(
+        9.0, 44.0
+    )  # 9 additions, 10 reads + 1 write
+    assert op_cost("matmul", 4, dtype="fp16") == Cost(2.0 * 4**3, 2.0 * 3 * 16)
+    assert op_cost("linear", 3, dtype="fp16", d_model=8) == Cost(
+        2.0 * 3 * 8 * 8, 2.0 * (64 + 3 * 16)
+    )
+    assert set(OP_KINDS) == {"relu", "add", "sum", "matmul", "linear"}
+    for kind in OP_KINDS:
+        assert isinstance(op_cost(kind, 16), Cost)
+
+
+def test_op_cost_is_case_insensitive():
+    """Kind names are looked up like accelerator names: stripped and case-insensitive."""
+    assert op_cost(" MatMul ", 64) == op_cost("matmul", 64)
+
+
+@given(st.integers(min_value=1, max_value=10**9))
+def test_elementwise_intensity_does_not_grow_with_size(n):
+    """ReLU's intensity is 1 FLOP per (2 x bytes per element), whatever the size: it stays memory-bound."""
+    assert_allclose(op_cost("relu", n, dtype="fp16").intensity, 1 / 4)
+
+
+@given(st.integers(min_value=1, max_value=100_000))
+def test_matmul_intensity_is_n_over_three_bytes(n):
+    """A square fp16 matmul does 2n^3 FLOP on 3n^2 elements of 2 bytes: intensity n/3 FLOP/byte."""
+    assert_allclose(op_cost("matmul", n, dtype="fp16").intensity, n / 3, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, param",
+    [
+        ({"kind": "conv", "size": 4}, "kind"),
+        ({"kind": "relu", "size": 0}, "size"),
+        ({"kind": "relu", "size": 2.5}, "size"),
+        ({"kind": "linear", "size": 4, "d_model": -1}, "d_model"),
+        ({"kind": "relu", "size": 4, "dtype": "fp64"}, "dtype"),
+    ],
+)
+def test_op_cost_rejects_bad_input(kwargs, param):
+    """Bad input raises an error whose message names the parameter (so a calculator can show it)."""
+    with pytest.raises((ValueError, KeyError, TypeError)) as info:
+        op_cost(**kwargs)
+    assert param in str(info.value)
 
 
 # --- critical batch size ----------------------------------------------------------
@@ -185,13 +256,22 @@ def test_cost_validation_and_intensity():
 def test_critical_batch_wide_layer_limit(device):
     """Wide-layer limit: intensity -> 2B / w_w, so B* = ridge for fp16 weights and ridge / 2 for int8 weights.
 
-    T4 example: ridge 203 FLOP/byte -> critical batch 203 (fp16), ~102 (int8 weights).
+    T4 example: ridge 65e12 / 320e9 = 203.125 FLOP/byte -> critical batch 203 (fp16), ~102 (int8 weights).
     """
-    ridge = ridge_point(device, "fp16")
-    assert_allclose(critical_batch_size(device, "fp16"), ridge, rtol=1e-12)
-    assert_allclose(critical_batch_size(device, "fp16", weight_dtype="int8"), ridge / 2, rtol=1e-12)
+    ridge = ridge_point(device, dtype="fp16")
+    assert_allclose(critical_batch_size(device, dtype="fp16"), ridge, rtol=1e-12)
+    assert_allclose(
+        critical_batch_size(device, dtype="fp16", weight_dtype="int8"),
+        ridge / 2,
+        rtol=1e-12,
+    )
     # the exact formula tends to the limit for very wide layers
-    assert_allclose(critical_batch_size(device, "fp16", d_in=10**8, d_out=10**8), ridge, rtol=1e-4)
+    assert_allclose(
+        critical_batch_size(device, dtype="fp16", d_in=10**8, d_out=10**8),
+        ridge,
+        rtol=1e-4,
+    )
+    assert_allclose(critical_batch_size("T4"), 203.125, rtol=1e-12)
 
 
 @given(
@@ -200,40 +280,122 @@ def test_critical_batch_wide_layer_limit(device):
     st.integers(min_value=2048, max_value=65536),
     st.sampled_from([None, "int8"]),
 )
-def test_critical_batch_exact_matches_linear_intensity(device, d_in, d_out, weight_dtype):
+def test_critical_batch_exact_matches_linear_intensity(
+    device, d_in, d_out, weight_dtype
+):
     """Property: at B*, the linear layer's intensity (linear_cost's own byte count) equals the ridge point.
 
     The continuous intensity 2B d_in d_out / (w_w d_in d_out + w_a B (d_in + d_out)) at B* is the ridge, and
     the integer batches on either side of B* straddle it.
     """
-    ridge = ridge_point(device, "fp16")
-    b = critical_batch_size(device, "fp16", weight_dtype, d_in=d_in, d_out=d_out)
+    ridge = ridge_point(device, dtype="fp16")
+    b = critical_batch_size(
+        device, dtype="fp16", weight_dtype=weight_dtype, d_in=d_in, d_out=d_out
+    )
     assert math.isfinite(b) and b > 0
     w_w = dtype_bytes(weight_dtype or "fp16")
     intensity = 2 * b * d_in * d_out / (w_w * d_in * d_out + 2 * b * (d_in + d_out))
     assert_allclose(intensity, ridge, rtol=1e-9)
-    below = linear_cost(max(1, math.floor(b)), d_in, d_out, "fp16", weight_dtype).intensity
-    above = linear_cost(math.ceil(b) + (b == math.ceil(b)), d_in, d_out, "fp16", weight_dtype).intensity
+    below = linear_cost(
+        max(1, math.floor(b)), d_in, d_out, dtype="fp16", weight_dtype=weight_dtype
+    ).intensity
+    above_batch = math.ceil(b) + (b == math.ceil(b))
+    above = linear_cost(
+        above_batch, d_in, d_out, dtype="fp16", weight_dtype=weight_dtype
+    ).intensity
     assert below <= ridge * (1 + 1e-12) <= above * (1 + 1e-12)
+
+
+@given(
+    st.sampled_from(DEVICES),
+    st.integers(min_value=1, max_value=65536),
+    st.integers(min_value=1, max_value=65536),
+    st.sampled_from([None, "int8"]),
+)
+def test_critical_batch_closed_form(device, d_in, d_out, weight_dtype):
+    """Property: B* solves 2 B d_in d_out / P = (w_w d_in d_out + w_a B (d_in + d_out)) / W by hand.
+
+    With the ridge r = P / W: B* = r w_w d_in d_out / (2 d_in d_out - r w_a (d_in + d_out)), and ``inf``
+    when the denominator is <= 0 (activations alone keep the layer below the ridge).
+    """
+    r = ridge_point(device, dtype="fp16")
+    w_w, w_a = dtype_bytes(weight_dtype or "fp16"), 2
+    denominator = 2 * d_in * d_out - r * w_a * (d_in + d_out)
+    got = critical_batch_size(
+        device, dtype="fp16", weight_dtype=weight_dtype, d_in=d_in, d_out=d_out
+    )
+    assume(
+        abs(denominator) > 1e-6 * 2 * d_in * d_out
+    )  # away from a cancellation in float arithmetic
+    if denominator < 0:
+        assert got == math.inf
+    else:
+        assert_allclose(got, r * w_w * d_in * d_out / denominator, rtol=1e-6)
+
+
+@given(
+    st.sampled_from(DEVICES),
+    st.sampled_from([None, "int8"]),
+    st.integers(min_value=1, max_value=2**24),
+    st.integers(min_value=1, max_value=2**24),
+)
+def test_critical_batch_tends_to_the_wide_layer_limit(device, weight_dtype, k1, k2):
+    """Property: for a square d x d layer B*(d) falls towards the wide-layer limit r w_w / 2 as d grows.
+
+    From the closed form with d_in = d_out = d: B*(d) = r w_w d^2 / (2 d^2 - 2 r w_a d)
+    = (r w_w / 2) * d / (d - r w_a) for d > r w_a (else inf): above the limit by the factor
+    d / (d - r w_a), which falls to 1 as d grows. Checked for d = floor(r w_a) + k.
+    """
+    r = ridge_point(device, dtype="fp16")
+    limit = critical_batch_size(device, dtype="fp16", weight_dtype=weight_dtype)
+    assert_allclose(limit, r * dtype_bytes(weight_dtype or "fp16") / 2, rtol=1e-12)
+    small, large = sorted(
+        (math.floor(2 * r) + k1, math.floor(2 * r) + k2)
+    )  # w_a = 2 bytes (fp16)
+    b_small, b_large = (
+        critical_batch_size(
+            device, dtype="fp16", weight_dtype=weight_dtype, d_in=d, d_out=d
+        )
+        for d in (small, large)
+    )
+    assert_allclose(b_small, limit * small / (small - 2 * r), rtol=1e-9)
+    assert limit < b_large <= b_small * (1 + 1e-12)
+    # below the threshold d <= r w_a the square layer is never compute-bound
+    assert (
+        critical_batch_size(
+            device, dtype="fp16", d_in=math.floor(2 * r), d_out=math.floor(2 * r)
+        )
+        == math.inf
+    )
 
 
 def test_critical_batch_inf_when_never_compute_bound():
     """A narrow layer (100 x 100 on an H100, ridge 295) never reaches the ridge: its intensity is capped at
     2 d_in d_out / (w_a (d_in + d_out)) = 50 FLOP/byte, so the critical batch is infinite."""
-    assert critical_batch_size("H100", "bf16", d_in=100, d_out=100) == math.inf
-    assert critical_batch_size("H100", "bf16", d_in=4096, d_out=4096) < math.inf
+    assert critical_batch_size("H100", dtype="bf16", d_in=100, d_out=100) == math.inf
+    assert critical_batch_size("H100", dtype="bf16", d_in=4096, d_out=4096) < math.inf
+
+
+def test_fp8_on_h100_keeps_the_fp16_critical_batch():
+    """FP8 doubles the H100's peak (1,978.9 vs 989.4 TFLOP/s dense, datasheet) and halves weight bytes: the two
+    cancel, B* = ridge * w_w / 2 = (1978.9e12 / 3.35e12) * 1 / 2 = 295.4 vs (989.4e12 / 3.35e12) * 2 / 2 = 295.3."""
+    fp16 = critical_batch_size("h100", dtype="fp16", d_in=2**20, d_out=2**20)
+    fp8 = critical_batch_size("h100", dtype="fp8", d_in=2**20, d_out=2**20)
+    assert_allclose([fp16, fp8], [295.3, 295.4], rtol=1e-3)
 
 
 def test_critical_batch_bad_input():
-    """Only one of d_in/d_out, or bad dims/dtypes, raises naming the parameter."""
+    """Only one of d_in/d_out, bad dims/dtypes, or a positional option raise, naming the parameter."""
     with pytest.raises(ValueError, match="d_out"):
         critical_batch_size("T4", d_in=4096)
     with pytest.raises(ValueError, match="d_in"):
         critical_batch_size("T4", d_in=0, d_out=10)
     with pytest.raises(KeyError, match="dtype"):
-        critical_batch_size("T4", "bf16")
+        critical_batch_size("T4", dtype="bf16")
     with pytest.raises(KeyError, match="accelerator"):
         critical_batch_size("nope")
+    with pytest.raises(TypeError):
+        critical_batch_size("T4", "fp16")  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -262,7 +424,7 @@ def test_bad_dimensions_raise_naming_parameter(call, param):
 def test_unknown_dtype_raises():
     """An unknown dtype raises KeyError naming ``dtype``."""
     with pytest.raises(KeyError, match="dtype"):
-        matmul_cost(1, 1, 1, "fp64")
+        matmul_cost(1, 1, 1, dtype="fp64")
 
 
 # --- ResNet-50 --------------------------------------------------------------------
@@ -273,7 +435,10 @@ def test_resnet50_structure():
     layers = resnet50_layers()
     convs = [l for l in layers if l.kind == "conv"]
     assert len(convs) == 1 + 3 * (3 + 4 + 6 + 3) + 4 == 53
-    assert layers[-1].kind == "fc" and (layers[-1].c_in, layers[-1].c_out) == (2048, 1000)
+    assert layers[-1].kind == "fc" and (layers[-1].c_in, layers[-1].c_out) == (
+        2048,
+        1000,
+    )
     assert len(layers) == 54
     assert convs[-1].out_size == 7  # 224 / 32
     # v1.5: the stride sits on the 3x3 conv of each downsampling block
@@ -327,14 +492,19 @@ def _plain_torch_resnet50():
                 nn.Conv2d(c_in, width, 1, bias=False),
                 nn.BatchNorm2d(width),
                 nn.ReLU(inplace=True),
-                nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False),  # v1.5: stride here
+                nn.Conv2d(
+                    width, width, 3, stride=stride, padding=1, bias=False
+                ),  # v1.5: stride here
                 nn.BatchNorm2d(width),
                 nn.ReLU(inplace=True),
                 nn.Conv2d(width, out, 1, bias=False),
                 nn.BatchNorm2d(out),
             )
             self.shortcut = (
-                nn.Sequential(nn.Conv2d(c_in, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))
+                nn.Sequential(
+                    nn.Conv2d(c_in, out, 1, stride=stride, bias=False),
+                    nn.BatchNorm2d(out),
+                )
                 if stride != 1 or c_in != out
                 else nn.Identity()
             )

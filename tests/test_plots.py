@@ -1,4 +1,4 @@
-"""Tests of :mod:`helpers.plots`: the book's figure style and the roofline plot.
+"""Tests of :mod:`helpers.plots`: the book's figure style, the roofline plot, operations marked on it, batch sweeps.
 
 The roofline is Williams et al. 2009 (williams2009roofline): log-log axes,
 a memory slope up to the ridge point, then a flat compute roof.
@@ -10,14 +10,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import math  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numpy.testing import assert_allclose  # noqa: E402
 
-from helpers import plots  # noqa: E402
+from helpers import batching, ops, plots  # noqa: E402
 from helpers.hardware import get_accelerator  # noqa: E402
-from helpers.roofline import ridge_point  # noqa: E402
+from helpers.roofline import attainable_flops, ridge_point  # noqa: E402
 
 
 def _labelled_lines(ax):
@@ -104,6 +106,99 @@ def test_bad_input():
         plots.roofline_plot("T4", points={"bad": -1.0})
 
 
-def test_figures_are_closed_between_tests():
-    """The suite's autouse fixture closes figures: none are left open from earlier tests."""
-    assert plt.get_fignums() == []
+# --- operations marked on a roofline ------------------------------------------------------
+
+
+def test_mark_ops_places_points_on_the_roof():
+    """Each operation is drawn at (intensity, attainable FLOP/s) with its label; neighbours alternate sides."""
+    points = {"a": 1.0, "b": 1000.0, "c": 2.0}
+    fig, ax = plots.roofline_plot("H100", "bf16")
+    plots.mark_ops(ax, points, "H100", dtype="bf16")
+    texts = {t.get_text(): t for t in ax.texts}
+    assert set(texts) == set(points)
+    # on the H100's bf16 roof: 1 and 2 FLOP/byte sit on the 3.35e12 B/s slope, 1000 on the 989.4e12 peak
+    expected = {"a": 3.35e12, "b": 989.4e12, "c": 6.7e12}
+    for label, intensity in points.items():
+        assert_allclose(texts[label].xy, (intensity, expected[label]))
+        assert_allclose(
+            expected[label], attainable_flops(intensity, "H100", dtype="bf16")
+        )
+    assert (
+        texts["a"].xyann[1] > 0 > texts["c"].xyann[1]
+    )  # sorted a, c, b: a above, c below
+    assert texts["b"].xyann[1] > 0
+
+
+def test_mark_ops_rejects_bad_input():
+    """No points, or a non-positive intensity, are refused, naming the parameter; dtype is keyword-only."""
+    fig, ax = plots.roofline_plot("T4", "fp16")
+    with pytest.raises(ValueError, match="points"):
+        plots.mark_ops(ax, {}, "T4")
+    with pytest.raises(ValueError, match="points"):
+        plots.mark_ops(ax, {"bad": -1.0}, "T4")
+    with pytest.raises(TypeError):
+        plots.mark_ops(ax, {"a": 1.0}, "T4", "fp16")  # type: ignore[misc]
+
+
+# --- batch sweeps -------------------------------------------------------------------------
+
+
+def test_draw_sweep_redraws_without_piling_up_axes():
+    """Drawing twice into the same axes leaves one time axes and one throughput twin, with the marked batch."""
+    sweep = batching.linear_sweep(
+        [1, 4, 16, 64, 256, 1024], 4096, 4096, "t4", overhead=5e-6
+    )
+    fig, ax = plots.new_figure()
+    knee = ops.critical_batch_size("t4", d_in=4096, d_out=4096)
+    for _ in range(2):
+        twin = plots.draw_sweep(ax, sweep, knee=knee, mark=64)
+    assert len(fig.axes) == 2 and twin in fig.axes
+    assert_allclose(twin.lines[0].get_ydata(), sweep.throughput)
+    assert any(
+        line.get_xdata()[0] == knee for line in ax.lines if line.get_linestyle() == "--"
+    )
+    with pytest.raises(ValueError, match="mark"):
+        plots.draw_sweep(ax, sweep, mark=3)
+    with pytest.raises(TypeError, match="sweep"):
+        plots.draw_sweep(ax, "sweep")  # type: ignore[arg-type]
+
+
+def test_draw_sweep_shades_each_bound():
+    """Each bound of the sweep gets one labelled band (T4: 65e12 FLOP/s, 320e9 B/s; overhead 4 us).
+
+    Work 4e7 B FLOP on 1e6 + 1e5 B bytes: batch 1 takes 0.62 us compute, 3.44 us memory, below the
+    overhead; batch 8 4.9 us compute, 5.6 us memory; batch 64 39.4 us compute, 23.1 us memory.
+    """
+    sweep = batching.sweep(
+        lambda b: ops.Cost(4e7 * b, 1e6 + 1e5 * b), [1, 8, 64], "t4", overhead=4e-6
+    )
+    assert sweep.bound == ("overhead", "memory", "compute")
+    fig, ax = plots.new_figure()
+    plots.draw_sweep(ax, sweep)
+    labels = [p.get_label() for p in ax.patches if not p.get_label().startswith("_")]
+    assert sorted(labels) == ["compute-bound", "memory-bound", "overhead-bound"]
+    assert set(plots.BOUND_COLOURS) == {"overhead", "memory", "compute"}
+
+
+def test_draw_sweep_axes_span_whole_decades():
+    """Both log axes run between powers of ten that contain the data, so each shows labelled ticks.
+
+    Regression: a nearly flat step time (Llama-2-7B's MLP on an A100, chapter 3) spanned 1.4e-4 to
+    1.3e-2 s and the flat part had no labelled tick below it.
+    """
+    sweep = batching.mlp_sweep(
+        [1, 16, 256, 4096], 4096, 11008, "A100", gated=True, overhead=5e-6
+    )
+    fig, ax = plots.new_figure()
+    twin = plots.draw_sweep(ax, sweep)
+    for axes, values in ((ax, sweep.seconds), (twin, sweep.throughput)):
+        low, high = axes.get_ylim()
+        assert low <= values.min() and values.max() <= high
+        for limit in (low, high):
+            assert math.isclose(
+                math.log10(limit), round(math.log10(limit)), abs_tol=1e-9
+            )
+    assert plots._decade_limits(np.array([1e-3, 1e-3])) == (
+        1e-3,
+        1e-2,
+    )  # a constant curve still gets a decade

@@ -55,23 +55,37 @@ def _chapter_exercise_count() -> int:
     for folder in ("chapters", "labs"):
         for path in (ROOT / folder).glob("*.ipynb"):
             nb = nbformat.read(path, as_version=4)
-            total += sum(len(re.findall(r"\{exercise\}", c.source)) for c in nb.cells if c.cell_type == "markdown")
+            total += sum(
+                len(re.findall(r"\{exercise\}", c.source))
+                for c in nb.cells
+                if c.cell_type == "markdown"
+            )
     return total
 
 
-@pytest.mark.skipif(not STUDENT_HTML.exists(), reason="student edition not built (make student)")
+@pytest.mark.skipif(
+    not STUDENT_HTML.exists(), reason="student edition not built (make student)"
+)
 def test_built_student_edition_has_no_solutions():
     """Pages carry exercises but no solution; downloadable notebooks and the zip carry no solution either."""
-    pages = [p for p in STUDENT_HTML.rglob("*.html") if p.relative_to(STUDENT_HTML).parts[0] in {"chapters", "labs"}]
+    pages = [
+        p
+        for p in STUDENT_HTML.rglob("*.html")
+        if p.relative_to(STUDENT_HTML).parts[0] in {"chapters", "labs"}
+    ]
     assert pages, "no chapter or lab pages in the student edition"
     exercises = 0
     for page in pages:
         html = page.read_text(encoding="utf-8")
-        assert 'class="solution' not in html and "Solution to" not in html, f"solution left in {page.name}"
+        assert 'class="solution' not in html and "Solution to" not in html, (
+            f"solution left in {page.name}"
+        )
         exercises += html.count('class="exercise')
     assert exercises >= _chapter_exercise_count()
     for nb_path in (STUDENT_HTML / "_sources").rglob("*.ipynb"):
-        assert "{solution}" not in nb_path.read_text(encoding="utf-8"), f"solution left in {nb_path}"
+        assert "{solution}" not in nb_path.read_text(encoding="utf-8"), (
+            f"solution left in {nb_path}"
+        )
     archive = STUDENT_HTML / "_downloads" / "notebooks-student.zip"
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()

@@ -17,9 +17,23 @@ from numpy.testing import assert_allclose
 from torch.utils.flop_counter import FlopCounterMode
 
 from helpers import llm
-from helpers.tinygpt import TinyGPT, cache_nbytes, cache_tokens, prefill_attention_pairs, tiny_config
+from helpers.tinygpt import (
+    TinyGPT,
+    cache_nbytes,
+    cache_tokens,
+    prefill_attention_pairs,
+    tiny_config,
+)
 
-CONFIG = tiny_config(n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=176, vocab_size=128)
+CONFIG = tiny_config(
+    n_layers=2,
+    d_model=64,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=16,
+    d_ff=176,
+    vocab_size=128,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +48,9 @@ def count_flops(fn) -> tuple[float, object]:
 
 
 @settings(max_examples=8, deadline=None)
-@given(batch=st.integers(1, 3), tokens=st.integers(1, 24), gqa=st.sampled_from([1, 2, 4]))
+@given(
+    batch=st.integers(1, 3), tokens=st.integers(1, 24), gqa=st.sampled_from([1, 2, 4])
+)
 def test_prefill_flops_match_llm_up_to_the_masked_triangle(batch, tokens, gqa):
     """Prefill FLOP equal helpers.llm.prefill_cost plus the masked upper triangle.
 
@@ -45,13 +61,27 @@ def test_prefill_flops_match_llm_up_to_the_masked_triangle(batch, tokens, gqa):
     which must equal the model's prediction exactly (linear layers, causal
     attention and the last position's lm_head).
     """
-    config = tiny_config(n_layers=2, d_model=64, n_heads=4, n_kv_heads=4 // gqa, head_dim=16, d_ff=176, vocab_size=128)
+    config = tiny_config(
+        n_layers=2,
+        d_model=64,
+        n_heads=4,
+        n_kv_heads=4 // gqa,
+        head_dim=16,
+        d_ff=176,
+        vocab_size=128,
+    )
     model = TinyGPT(config)
     prompt = torch.randint(0, config.vocab_size, (batch, tokens))
     counted, _ = count_flops(lambda: model.prefill(prompt))
     computed_pairs, causal_pairs = prefill_attention_pairs(tokens)
-    masked = 4.0 * config.n_layers * config.q_dim * batch * (computed_pairs - causal_pairs)
-    assert_allclose(counted - masked, llm.prefill_cost(config, tokens, batch).flops, rtol=1e-12)
+    masked = (
+        4.0 * config.n_layers * config.q_dim * batch * (computed_pairs - causal_pairs)
+    )
+    assert_allclose(
+        counted - masked,
+        llm.prefill_cost(config, tokens, batch=batch).flops,
+        rtol=1e-12,
+    )
 
 
 @settings(max_examples=8, deadline=None)
@@ -59,8 +89,12 @@ def test_prefill_flops_match_llm_up_to_the_masked_triangle(batch, tokens, gqa):
 def test_decode_flops_match_llm_exactly(model, batch, context):
     """A decode step after ``context`` cached tokens costs exactly helpers.llm.decode_cost FLOP (context + 1 keys)."""
     _, cache = model.prefill(torch.randint(0, CONFIG.vocab_size, (batch, context)))
-    counted, _ = count_flops(lambda: model.decode_step(torch.zeros(batch, dtype=torch.long), cache))
-    assert_allclose(counted, llm.decode_cost(CONFIG, context, batch).flops, rtol=1e-12)
+    counted, _ = count_flops(
+        lambda: model.decode_step(torch.zeros(batch, dtype=torch.long), cache)
+    )
+    assert_allclose(
+        counted, llm.decode_cost(CONFIG, context, batch=batch).flops, rtol=1e-12
+    )
 
 
 @settings(max_examples=6, deadline=None)
@@ -74,21 +108,31 @@ def test_decode_parts_split_the_step(model, batch, context):
     assert_allclose(linear, batch * llm.linear_flops_per_token(CONFIG), rtol=1e-12)
     inputs = model.decode_inputs(batch, model.random_kv_cache(batch, context))
     attention, _ = count_flops(lambda: model.decode_attention(inputs))
-    assert_allclose(attention, 4.0 * CONFIG.n_layers * CONFIG.q_dim * batch * context, rtol=1e-12)
+    assert_allclose(
+        attention, 4.0 * CONFIG.n_layers * CONFIG.q_dim * batch * context, rtol=1e-12
+    )
     lm_head = 2.0 * batch * CONFIG.d_model * CONFIG.vocab_size
-    assert_allclose(linear + attention + lm_head, llm.decode_cost(CONFIG, context - 1, batch).flops, rtol=1e-12)
+    assert_allclose(
+        linear + attention + lm_head,
+        llm.decode_cost(CONFIG, context - 1, batch=batch).flops,
+        rtol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_kv_cache_bytes_match_llm(dtype):
-    """The cache holds kv_cache_bytes_per_token(config, dtype) bytes per token per sequence, and grows by one token per step."""
+    """The cache holds llm.kv_cache_bytes of its tokens and sequences in that dtype, and grows by one token per step."""
     model = TinyGPT(CONFIG, dtype=dtype)
     batch, tokens = 3, 10
     logits, cache = model.prefill(torch.randint(0, CONFIG.vocab_size, (batch, tokens)))
     assert cache_tokens(cache) == tokens
-    assert cache_nbytes(cache) == llm.kv_cache_bytes_per_token(CONFIG, dtype) * tokens * batch
+    assert cache_nbytes(cache) == llm.kv_cache_bytes(
+        CONFIG, tokens, batch=batch, dtype=dtype
+    )
     _, cache = model.decode_step(logits.argmax(-1), cache)
-    assert cache_nbytes(cache) == llm.kv_cache_bytes_per_token(CONFIG, dtype) * (tokens + 1) * batch
+    assert cache_nbytes(cache) == llm.kv_cache_bytes(
+        CONFIG, tokens + 1, batch=batch, dtype=dtype
+    )
 
 
 @settings(max_examples=6, deadline=None)
@@ -96,7 +140,9 @@ def test_kv_cache_bytes_match_llm(dtype):
 def test_prefill_then_decode_equals_longer_prefill(model, tokens, steps):
     """Decoding after a cached prefix gives the logits of prefilling the whole sequence (the cache is correct)."""
     generator = torch.Generator().manual_seed(tokens * 10 + steps)
-    sequence = torch.randint(0, CONFIG.vocab_size, (2, tokens + steps), generator=generator)
+    sequence = torch.randint(
+        0, CONFIG.vocab_size, (2, tokens + steps), generator=generator
+    )
     logits, cache = model.prefill(sequence[:, :tokens])
     for i in range(steps):
         logits, cache = model.decode_step(sequence[:, tokens + i], cache)

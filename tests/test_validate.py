@@ -54,6 +54,17 @@ def test_positive_accepts_numbers():
         (v.positive_array, None, TypeError),
         (v.name, 5, TypeError),
         (v.name, "  ", ValueError),
+        (v.boolean, 1, TypeError),
+        (v.boolean, 0, TypeError),
+        (v.boolean, "yes", TypeError),
+        (v.boolean, "False", TypeError),
+        (v.boolean, None, TypeError),
+        (v.fraction_below_one, 1.0, ValueError),
+        (v.fraction_below_one, 1, ValueError),
+        (v.fraction_below_one, -0.01, ValueError),
+        (v.fraction_below_one, float("nan"), ValueError),
+        (v.fraction_below_one, "0.1", TypeError),
+        (v.fraction_below_one, True, TypeError),
     ],
 )
 def test_bad_values_raise_naming_parameter(func, value, error):
@@ -70,6 +81,11 @@ def test_edge_values_accepted():
     assert v.positive_int("x", np.int32(7)) == 7
     assert v.non_negative_int("x", 0) == 0
     assert v.name("x", "  H100 SXM ") == "h100 sxm"
+    assert v.boolean("x", True) is True and v.boolean("x", np.bool_(False)) is False
+    assert (
+        v.fraction_below_one("x", 0) == 0.0
+        and v.fraction_below_one("x", 0.999) == 0.999
+    )
 
 
 def test_positive_array_shapes():
@@ -92,7 +108,7 @@ def test_positive_total(value):
         assert out == value and 0 < out < float("inf")
 
 
-@given(st.integers(min_value=-10**6, max_value=10**6))
+@given(st.integers(min_value=-(10**6), max_value=10**6))
 def test_positive_int_total(value):
     """Property: positive_int accepts exactly the integers >= 1."""
     if value >= 1:
@@ -100,3 +116,25 @@ def test_positive_int_total(value):
     else:
         with pytest.raises(ValueError, match="n"):
             v.positive_int("n", value)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_fraction_below_one_total(value):
+    """Property: fraction_below_one accepts exactly the floats in [0, 1) (a memory reserve), else ValueError."""
+    if 0 <= value < 1:
+        assert v.fraction_below_one("reserve", value) == value
+    else:
+        with pytest.raises(ValueError, match="reserve"):
+            v.fraction_below_one("reserve", value)
+
+
+@given(
+    st.one_of(st.booleans(), st.integers(), st.text(max_size=5), st.none(), st.floats())
+)
+def test_boolean_accepts_only_true_and_false(value):
+    """Property: boolean returns True and False unchanged and refuses everything else, even 0, 1 and "True"."""
+    if isinstance(value, bool):
+        assert v.boolean("flag", value) is value
+    else:
+        with pytest.raises(TypeError, match="flag"):
+            v.boolean("flag", value)

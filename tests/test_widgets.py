@@ -16,7 +16,7 @@ from helpers.roofline import ridge_point
 
 def _render(ax, device, dtype):
     """A tiny calculator: the ridge point of a device and dtype (raises KeyError on a missing dtype)."""
-    ridge = ridge_point(device, dtype)
+    ridge = ridge_point(device, dtype=dtype)
     ax.axvline(ridge)
     return f"Ridge of {device} {dtype}: **{ridge:.0f} FLOP/byte**"
 
@@ -89,7 +89,10 @@ def test_controls_mimebundle_has_static_note():
 
 def test_error_message_format():
     """error_message shows the exception's first argument after a bold label."""
-    assert hw.error_message(KeyError("dtype 'bf16' is missing")) == "**Input error:** dtype 'bf16' is missing"
+    assert (
+        hw.error_message(KeyError("dtype 'bf16' is missing"))
+        == "**Input error:** dtype 'bf16' is missing"
+    )
     assert hw.error_message(ValueError()) == "**Input error:** "
 
 

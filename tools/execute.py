@@ -15,7 +15,6 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-
 # A tqdm.auto progress bar is an ipywidget; without a kernel its text fallback is the bar's first
 # frame ("0%|          | 0/10"), which would sit in the rendered page as if the sweep had stalled.
 _PROGRESS_BAR = re.compile(r"^\s*[^|]*\s*\d+%\|")
@@ -30,7 +29,10 @@ def drop_progress_bars(nb) -> int:
         kept = []
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if "application/vnd.jupyter.widget-view+json" in data and _PROGRESS_BAR.match(data.get("text/plain", "")):
+            if (
+                "application/vnd.jupyter.widget-view+json" in data
+                and _PROGRESS_BAR.match(data.get("text/plain", ""))
+            ):
                 dropped += 1
                 continue
             kept.append(out)
@@ -42,7 +44,12 @@ def execute(path: Path, timeout: int = 600) -> float:
     """Execute ``path`` in place; return the seconds it took."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     nb.metadata.pop("widgets", None)
     drop_progress_bars(nb)

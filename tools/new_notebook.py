@@ -3,7 +3,7 @@
 Usage in an authoring script::
 
     from tools.new_notebook import md, code, save
-    save("chapters/x.ipynb", [md("# Title"), code("import helpers")], colab_gpu=False)
+    save("chapters/x.ipynb", [md("# Title"), code("import helpers")], gpu=False)
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ def code(text: str, tags: list[str] | None = None) -> nbformat.NotebookNode:
 def save(path: str | Path, cells: list, gpu: bool = False) -> None:
     """Write a notebook with the book's kernel metadata (``accelerator: GPU`` for labs)."""
     nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     if gpu:
         nb.metadata["accelerator"] = "GPU"

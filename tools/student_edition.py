@@ -21,7 +21,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 # A MyST ```{solution} ...``` block (any fence length >= 3) or :::{solution} ... ::: block.
-_SOLUTION = re.compile(r"(?ms)^(?P<fence>`{3,}|:{3,})\{solution\}.*?^(?P=fence)[ \t]*$\n?")
+_SOLUTION = re.compile(
+    r"(?ms)^(?P<fence>`{3,}|:{3,})\{solution\}.*?^(?P=fence)[ \t]*$\n?"
+)
 
 
 def student_config(out: Path) -> None:
@@ -30,9 +32,13 @@ def student_config(out: Path) -> None:
     config["title"] = f"{config['title']} (student edition)"
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
     # Paths in the config are relative to the config file: make them absolute for the copy.
-    config["bibtex_bibfiles"] = [str(ROOT / name) for name in config.get("bibtex_bibfiles", [])]
+    config["bibtex_bibfiles"] = [
+        str(ROOT / name) for name in config.get("bibtex_bibfiles", [])
+    ]
     local = config["sphinx"].get("local_extensions") or {}
-    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
+    config["sphinx"]["local_extensions"] = {
+        name: str(ROOT / path) for name, path in local.items()
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
@@ -62,7 +68,9 @@ def strip_site(html_dir: Path) -> Path:
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         for folder in ("chapters", "labs"):
             for path in sorted((ROOT / folder).glob("*.ipynb")):
-                zf.writestr(f"{folder}/{path.name}", nbformat.writes(strip_notebook(path)))
+                zf.writestr(
+                    f"{folder}/{path.name}", nbformat.writes(strip_notebook(path))
+                )
     return archive
 
 

@@ -1,0 +1,1173 @@
+"""The chapters' calculators: each a tested ``render`` function and a builder.
+
+A chapter shows its calculator with one line, e.g.
+``calculators.two_ceilings().show()``. Each builder returns a
+:class:`helpers.widgets.Calculator` whose controls (ipywidgets, with the
+chapter's defaults, from ``*_controls()`` where a chapter wants them) drive a
+``render_*`` function: ``render_*(ax, **values) -> str`` draws into ``ax``
+and returns a Markdown summary, and raises ``ValueError``/``KeyError``/
+``TypeError`` with a message naming the bad input (a batch that does not fit,
+capacities that do not grow, a dtype the device lacks), which the calculator
+shows instead of a result. The render functions need no widgets, so the tests
+call them directly.
+
+Part I (rooflines and batching):
+
+* :func:`two_ceilings` (chapter 1) -- which of compute, memory and overhead
+  binds one operation, as its size varies;
+* :func:`rooflines` (chapter 2) -- rooflines of several devices and dtypes,
+  with operations placed on them;
+* :func:`batched_layer` (chapter 3) -- step time, throughput and regime of a
+  linear layer or MLP against the batch;
+* :func:`resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
+  network's step time with a per-layer overhead.
+
+Part II (serving a transformer):
+
+* :func:`transformer_inference` (chapter 5) -- prefill and decode bounds, the
+  KV cache and the largest batch that fits, against the batch;
+* :func:`transfer_or_recompute` (chapter 6) -- recompute a prefix's KV cache
+  or fetch it, against the prefix length;
+* :func:`kv_pool` (chapter 7) -- a KV-cache pool's hit rate on a trace, and
+  the prefill compute it saves;
+* :func:`attention_offload` (chapter 8) -- tokens per dollar of attention
+  offload against an all-GPU baseline;
+* :func:`kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
+  part of a prompt.
+
+The renders only wire the helpers the chapters use to the controls: every
+number comes from the model modules. Dropdowns list the catalogs
+(:func:`helpers.hardware.accelerators`, :func:`helpers.hardware.links`,
+:func:`helpers.llm.models`), so a GPU or a model added there appears in every
+calculator. Units as everywhere in :mod:`helpers` (seconds, bytes, FLOP),
+except the controls' ``overhead_us``, in microseconds for the slider.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.axes import Axes
+
+from . import (
+    batching,
+    cachesim,
+    convnets,
+    formatting,
+    hardware,
+    inference,
+    kvcache,
+    llm,
+    offload,
+    ops,
+    plots,
+    roofline,
+    tiers,
+)
+from .formatting import format_si, markdown_table
+from .widgets import Calculator
+
+
+def _accelerator_names() -> list[str]:
+    return [a.name for a in hardware.accelerators()]
+
+
+def _overhead_us() -> float:
+    return batching.DEFAULT_OVERHEAD_S * 1e6
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 1: which ceiling binds?
+
+OP_SIZE_LIMITS: Mapping[str, int] = MappingProxyType(
+    {"relu": 2**32, "add": 2**32, "sum": 2**32, "matmul": 2**16, "linear": 2**14}
+)
+"""Largest ``size`` :func:`render_two_ceilings` accepts per kind of :data:`helpers.ops.OP_KINDS`."""
+
+_REGIME_SHADES = {
+    "overhead": "grey",
+    "memory": "C1",
+    "compute": "C0",
+}  # the colours of the lines
+
+
+def render_two_ceilings(
+    ax: Axes, accelerator: str, dtype: str, op: str, size: float, overhead_us: float
+) -> str:
+    """Chapter 1's calculator: the compute, memory and overhead terms of ``op`` against its size.
+
+    Draws ``F/P``, ``B/W``, the overhead ``t0`` and their total
+    (:func:`helpers.roofline.breakdown` of :func:`helpers.ops.op_cost`) for
+    sizes from 1 to :data:`OP_SIZE_LIMITS`, shades the regimes and marks
+    ``size`` (rounded to a whole number); returns which ceiling binds there.
+
+    Parameters
+    ----------
+    ax : Axes
+    accelerator : str
+        A catalog name (:func:`helpers.hardware.get_accelerator`).
+    dtype : str
+        Storage dtype and peak (``KeyError`` if the device has no such peak).
+    op : str
+        One of :data:`helpers.ops.OP_KINDS`.
+    size : float
+        Elements (relu, add, sum), matrix side (matmul) or batch rows
+        (linear, 4096 x 4096 weights); at most ``OP_SIZE_LIMITS[op]``.
+    overhead_us : float
+        Fixed time per call in microseconds.
+    """
+    acc = hardware.get_accelerator(accelerator)
+    if op not in OP_SIZE_LIMITS:
+        raise KeyError(f"op {op!r} is unknown; choose one of {list(OP_SIZE_LIMITS)}")
+    limit = OP_SIZE_LIMITS[op]
+    n = int(round(size))
+    if n > limit:
+        raise ValueError(f"size must be at most {limit:,} for {op}; got {n:,}")
+    overhead = overhead_us * 1e-6
+
+    def parts(s: int) -> roofline.TimeBreakdown:
+        cost = ops.op_cost(op, s, dtype=dtype)
+        return roofline.breakdown(
+            cost.flops, cost.bytes, acc, dtype=dtype, overhead=overhead
+        )
+
+    chosen = parts(n)
+    sizes = np.unique(np.geomspace(1, limit, 200).round().astype(int))
+    terms = [parts(int(s)) for s in sizes]
+    ax.loglog(sizes, [t.compute_s for t in terms], label="compute  $F/P$")
+    ax.loglog(sizes, [t.memory_s for t in terms], label="memory  $B/W$")
+    ax.loglog(
+        sizes,
+        [t.overhead_s for t in terms],
+        "--",
+        color="grey",
+        label="overhead  $t_0$",
+    )
+    ax.loglog(
+        sizes,
+        [t.seconds for t in terms],
+        color="black",
+        lw=2.5,
+        alpha=0.35,
+        label="total",
+    )
+    changes = [i for i in range(1, len(terms)) if terms[i].bound != terms[i - 1].bound]
+    edges = [0, *changes, len(terms)]
+    for start, stop in zip(edges[:-1], edges[1:]):
+        lo, hi = sizes[start], sizes[min(stop, len(sizes) - 1)]
+        ax.axvspan(lo, hi, color=_REGIME_SHADES[terms[start].bound], alpha=0.08, lw=0)
+        if hi / lo > 30:
+            ax.text(
+                np.sqrt(lo * hi),
+                0.97,
+                f"{terms[start].bound}-bound",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="top",
+                fontsize=9,
+                color="dimgrey",
+            )
+    ax.set_ylim(bottom=max(1e-10, min(t.compute_s for t in terms)))
+    ax.plot([n], [chosen.seconds], "ko", ms=7)
+    ax.annotate(
+        f"size {n:,}",
+        (n, chosen.seconds),
+        textcoords="offset points",
+        xytext=(-10, 8),
+        ha="right",
+    )
+    ax.set_xlabel(
+        {"matmul": "matrix side n", "linear": "batch (rows)"}.get(op, "elements")
+    )
+    ax.set_ylabel("time per call (s)")
+    ax.set_title(f"{op} in {dtype} on {acc.name}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    cost = ops.op_cost(op, n, dtype=dtype)
+    return (
+        f"**{op}, size {n:,}, {dtype} on {acc.name}**: {format_si(cost.flops, 'FLOP')}, "
+        f"{format_si(cost.bytes, 'B')}, intensity {formatting.format_intensity(cost.intensity)} FLOP/byte "
+        f"(ridge {roofline.ridge_point(acc, dtype=dtype):,.0f}).  \n"
+        f"compute {format_si(chosen.compute_s, 's')} · memory {format_si(chosen.memory_s, 's')} · "
+        f"overhead {format_si(chosen.overhead_s, 's')} → "
+        f"**{format_si(chosen.seconds, 's')}, {chosen.bound}-bound**."
+    )
+
+
+def two_ceilings_controls() -> dict[str, Any]:
+    """The controls of :func:`two_ceilings`: one per keyword of :func:`render_two_ceilings`."""
+    import ipywidgets as widgets
+
+    controls = {
+        "accelerator": widgets.Dropdown(
+            options=_accelerator_names(), value="T4", description="accelerator"
+        ),
+        "dtype": widgets.Dropdown(
+            options=list(hardware.DTYPE_BYTES), value="fp16", description="dtype"
+        ),
+        "op": widgets.Dropdown(
+            options=list(ops.OP_KINDS), value="relu", description="operation"
+        ),
+        "size": widgets.FloatLogSlider(
+            value=2**24, base=2, min=0, max=32, step=1, description="size"
+        ),
+        "overhead_us": widgets.FloatLogSlider(
+            value=_overhead_us(),
+            base=10,
+            min=-1,
+            max=2,
+            step=0.1,
+            description="t0 (µs)",
+        ),
+    }
+    return controls
+
+
+def two_ceilings() -> Calculator:
+    """Chapter 1's calculator (:func:`render_two_ceilings`); default: an fp16 ReLU on a T4."""
+    return Calculator(two_ceilings_controls(), render_two_ceilings)
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 2: rooflines and operations
+
+ROOFLINE_OPERATIONS: Mapping[str, tuple[str, int]] = MappingProxyType(
+    {
+        "ReLU": ("relu", 2**24),
+        "sum": ("sum", 2**24),
+        "linear b=1": ("linear", 1),
+        "linear b=16": ("linear", 16),
+        "linear b=256": ("linear", 256),
+        "matmul 256": ("matmul", 256),
+        "matmul 1024": ("matmul", 1024),
+        "matmul 8192": ("matmul", 8192),
+    }
+)
+"""What :func:`render_rooflines` can place: ``label -> (kind, size)`` for ``ops.op_cost``."""
+
+
+def render_rooflines(
+    ax: Axes,
+    accelerators: Sequence[str],
+    dtypes: Sequence[str],
+    operations: Sequence[str],
+) -> str:
+    """Chapter 2's calculator: rooflines of ``accelerators`` x ``dtypes``, ``operations`` placed.
+
+    Draws :func:`helpers.plots.roofline_plot`, marks the operations (labels
+    of :data:`ROOFLINE_OPERATIONS`) on the first device's first roofline with
+    :func:`helpers.plots.mark_ops`, and returns a Markdown table of each
+    operation's attainable FLOP/s as a fraction of each drawn roofline's peak
+    (``min(1, I / ridge)``; the intensity is recomputed in each dtype).
+    Pairs a device lacks are skipped; ``KeyError`` if none is left.
+    """
+    if not accelerators or not dtypes or not operations:
+        raise ValueError(
+            "accelerators, dtypes and operations must each have at least one item selected"
+        )
+    unknown = [op for op in operations if op not in ROOFLINE_OPERATIONS]
+    if unknown:
+        raise KeyError(
+            f"operations {unknown} are unknown; choose from {list(ROOFLINE_OPERATIONS)}"
+        )
+    plots.roofline_plot(accelerators, dtypes, intensity_range=(0.1, 10_000), ax=ax)
+    devices = [hardware.get_accelerator(a) for a in accelerators]
+    roofs = [(acc, d) for acc in devices for d in dtypes if d in acc.peak_flops]
+    first_acc, first_dtype = roofs[0]
+    costs = {
+        op: ops.op_cost(*ROOFLINE_OPERATIONS[op], dtype=first_dtype)
+        for op in operations
+    }
+    plots.mark_ops(
+        ax, {op: c.intensity for op, c in costs.items()}, first_acc, dtype=first_dtype
+    )
+    rows = []
+    for op, (kind, size) in ROOFLINE_OPERATIONS.items():
+        if op not in operations:
+            continue
+        cells = []
+        for acc, dtype in roofs:
+            intensity = ops.op_cost(kind, size, dtype=dtype).intensity
+            reach = roofline.attainable_flops(intensity, acc, dtype=dtype)
+            cells.append(f"{reach / acc.flops(dtype):.1%}")
+        rows.append([op, formatting.format_intensity(costs[op].intensity), *cells])
+    header = [
+        "operation",
+        f"FLOP/byte ({first_dtype})",
+        *(f"{a.name} {d}" for a, d in roofs),
+    ]
+    return (
+        markdown_table(header, rows)
+        + "\n\nEach cell: attainable FLOP/s as a fraction of that roofline's peak "
+        "(100% = compute-bound)."
+    )
+
+
+def rooflines_controls() -> dict[str, Any]:
+    """The controls of :func:`rooflines`: one per keyword of :func:`render_rooflines`."""
+    import ipywidgets as widgets
+
+    controls = {
+        "accelerators": widgets.SelectMultiple(
+            options=_accelerator_names(),
+            value=("T4", "H100 SXM"),
+            description="accelerators",
+            rows=6,
+        ),
+        "dtypes": widgets.SelectMultiple(
+            options=list(hardware.DTYPE_BYTES),
+            value=("fp16",),
+            description="dtypes",
+            rows=6,
+        ),
+        "operations": widgets.SelectMultiple(
+            options=list(ROOFLINE_OPERATIONS),
+            value=("ReLU", "linear b=1", "linear b=256", "matmul 8192"),
+            description="operations",
+            rows=8,
+        ),
+    }
+    return controls
+
+
+def rooflines() -> Calculator:
+    """Chapter 2's calculator (:func:`render_rooflines`); default: T4 and H100, fp16, 4 ops."""
+    return Calculator(rooflines_controls(), render_rooflines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 3: a batched layer or MLP
+
+LAYER_SHAPES: Mapping[str, bool | None] = MappingProxyType(
+    {"linear layer": None, "MLP": False, "gated MLP (SwiGLU)": True}
+)
+"""Shapes :func:`render_batched_layer` knows: ``None`` a linear layer, else an MLP's ``gated``."""
+
+WEIGHT_FORMATS = ("same as compute", "fp16", "int8", "fp8")
+"""Weight storage formats of chapter 3's calculator (``"same as compute"``: the compute dtype)."""
+
+
+def render_batched_layer(
+    ax: Axes,
+    accelerator: str,
+    dtype: str,
+    weights: str,
+    shape: str,
+    width_1: int,
+    width_2: int,
+    batch: int,
+    overhead_us: float,
+) -> str:
+    """Chapter 3's calculator: step time and throughput of a layer against the batch, by regime.
+
+    A linear layer ``width_1 -> width_2`` (:func:`helpers.batching.linear_sweep`)
+    or an MLP with ``d_model = width_1`` and ``d_ff = width_2``
+    (:func:`helpers.batching.mlp_sweep`, the overhead charged once per step),
+    swept over batches 1 to 65,536 and ``batch``, drawn with
+    :func:`helpers.plots.draw_sweep`; the predicted knee is the critical batch
+    (:func:`helpers.ops.critical_batch_size` or
+    :func:`helpers.roofline.crossing_batch` of :func:`helpers.ops.mlp_cost`).
+
+    Parameters
+    ----------
+    weights : str
+        One of :data:`WEIGHT_FORMATS`: the weights' dtype.
+    shape : str
+        One of :data:`LAYER_SHAPES`.
+    width_1, width_2 : int
+        ``d_in, d_out`` of a linear layer; ``d_model, d_ff`` of an MLP.
+    batch : int
+        The batch to report (and mark).
+    overhead_us : float
+        Fixed time per step in microseconds.
+    """
+    if weights not in WEIGHT_FORMATS:
+        raise KeyError(
+            f"weights {weights!r} is unknown; choose one of {list(WEIGHT_FORMATS)}"
+        )
+    if shape not in LAYER_SHAPES:
+        raise KeyError(
+            f"shape {shape!r} is unknown; choose one of {list(LAYER_SHAPES)}"
+        )
+    wdtype = None if weights == "same as compute" else weights
+    overhead = overhead_us * 1e-6
+    grid = np.unique(np.r_[np.geomspace(1, 65536, 160).round(), batch].astype(int))
+    gated = LAYER_SHAPES[shape]
+    if gated is None:
+        sweep = batching.linear_sweep(
+            grid,
+            width_1,
+            width_2,
+            accelerator,
+            dtype=dtype,
+            weight_dtype=wdtype,
+            overhead=overhead,
+        )
+        knee = ops.critical_batch_size(
+            accelerator, dtype=dtype, weight_dtype=wdtype, d_in=width_1, d_out=width_2
+        )
+    else:
+        sweep = batching.mlp_sweep(
+            grid,
+            width_1,
+            width_2,
+            accelerator,
+            dtype=dtype,
+            gated=gated,
+            weight_dtype=wdtype,
+            overhead=overhead,
+        )
+        knee = roofline.crossing_batch(
+            lambda b: ops.mlp_cost(
+                b, width_1, width_2, dtype=dtype, gated=gated, weight_dtype=wdtype
+            ),
+            accelerator,
+            dtype=dtype,
+        )
+    plots.draw_sweep(ax, sweep, knee=knee, mark=batch)
+    i = int(np.flatnonzero(sweep.batch == batch)[0])
+    knee_text = (
+        "never (too narrow to reach the ridge)"
+        if not np.isfinite(knee)
+        else f"batch {knee:,.0f}"
+    )
+    return (
+        f"**{shape}, {width_1} × {width_2}, {dtype} compute, {wdtype or dtype} weights "
+        f"on the {sweep.accelerator}, batch {batch:,}:** "
+        f"step time **{format_si(sweep.seconds[i], 's')}**, "
+        f"throughput **{sweep.throughput[i]:,.0f} tokens/s** "
+        f"(samples/s), **{sweep.bound[i]}-bound**. Compute {format_si(sweep.compute_s[i], 's')}, "
+        f"memory {format_si(sweep.memory_s[i], 's')}, overhead {format_si(overhead, 's')}. "
+        f"Predicted knee: {knee_text}; "
+        f"best throughput in the sweep {sweep.throughput.max():,.0f} tokens/s."
+    )
+
+
+def batched_layer_controls() -> dict[str, Any]:
+    """The controls of :func:`batched_layer`: one per keyword of :func:`render_batched_layer`."""
+    import ipywidgets as widgets
+
+    controls = {
+        "accelerator": widgets.Dropdown(
+            options=_accelerator_names(),
+            value="A100 SXM4 80GB",
+            description="accelerator",
+        ),
+        "dtype": widgets.Dropdown(
+            options=list(hardware.DTYPE_BYTES), value="fp16", description="compute"
+        ),
+        "weights": widgets.Dropdown(
+            options=list(WEIGHT_FORMATS), value="same as compute", description="weights"
+        ),
+        "shape": widgets.Dropdown(
+            options=list(LAYER_SHAPES), value="gated MLP (SwiGLU)", description="shape"
+        ),
+        "width_1": widgets.IntText(value=4096, description="d_in / d_model"),
+        "width_2": widgets.IntText(value=11008, description="d_out / d_ff"),
+        "batch": widgets.IntText(value=64, description="batch"),
+        "overhead_us": widgets.FloatLogSlider(
+            value=_overhead_us(),
+            base=10,
+            min=-1,
+            max=3,
+            step=0.1,
+            description="t0 (µs)",
+        ),
+    }
+    return controls
+
+
+def batched_layer() -> Calculator:
+    """Chapter 3's calculator (:func:`render_batched_layer`); default: Llama-2-7B MLP, A100."""
+    return Calculator(batched_layer_controls(), render_batched_layer)
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 4: ResNet-50 on a roofline
+
+
+def render_resnet50(
+    ax: Axes, accelerator: str, dtype: str, batch: int, overhead_us: float
+) -> str:
+    """Chapter 4's calculator: ResNet-50's layers on a roofline, and the predicted step time.
+
+    Draws :func:`helpers.plots.draw_resnet50` and returns how many layers are
+    memory-bound, their share of the roofline time
+    (:func:`helpers.convnets.memory_time_share`), the step time with
+    ``overhead_us`` per layer (:func:`helpers.convnets.resnet50_step_time`),
+    images per second and the fraction of the peak that is.
+    """
+    overhead = overhead_us * 1e-6
+    rows = plots.draw_resnet50(ax, batch, accelerator, dtype=dtype)
+    acc = hardware.get_accelerator(accelerator)
+    total = convnets.resnet50_step_time(batch, acc, dtype=dtype, overhead=overhead)
+    share = convnets.memory_time_share(batch, acc, dtype=dtype)
+    memory = sum(r.bound == "memory" for r in rows)
+    of_peak = sum(r.flops for r in rows) / total / acc.flops(dtype)
+    return (
+        f"**ResNet-50, batch {batch}, {dtype} on the {acc.name}:** "
+        f"**{memory} of {len(rows)} layers memory-bound** "
+        f"(ridge {roofline.ridge_point(acc, dtype=dtype):,.1f} FLOP/byte), "
+        f"taking {share:.0%} of the roofline time. Predicted step "
+        f"**{format_si(total, 's')}** including {len(rows)} × {format_si(overhead, 's')} "
+        f"of overhead: **{batch / total:,.0f} images/s**, {of_peak:.0%} of the {dtype} peak."
+    )
+
+
+def resnet50_controls() -> dict[str, Any]:
+    """The controls of :func:`resnet50`: one per keyword of :func:`render_resnet50`."""
+    import ipywidgets as widgets
+
+    controls = {
+        "accelerator": widgets.Dropdown(
+            options=_accelerator_names(), value="T4", description="accelerator"
+        ),
+        "dtype": widgets.Dropdown(
+            options=list(hardware.DTYPE_BYTES), value="fp16", description="dtype"
+        ),
+        "batch": widgets.IntText(value=8, description="batch"),
+        "overhead_us": widgets.FloatLogSlider(
+            value=_overhead_us(),
+            base=10,
+            min=-1,
+            max=2,
+            step=0.1,
+            description="t0 (µs)",
+        ),
+    }
+    return controls
+
+
+def resnet50() -> Calculator:
+    """Chapter 4's calculator (:func:`render_resnet50`): a T4 in fp16 at batch 8 by default."""
+    return Calculator(resnet50_controls(), render_resnet50)
+
+
+ILLUSTRATIVE_PRICE: Mapping[str, float] = MappingProxyType(
+    {
+        "H100 SXM": 2.50,
+        "H200 SXM": 3.50,
+        "H20": 1.00,
+        "L4": 0.50,
+        "A10G": 0.80,
+        "RTX 4090": 0.40,
+    }
+)
+"""Dollars per device-hour used as Chapter 8's defaults: round numbers for the example, NOT market quotes."""
+
+TRANSFER_MAX_TOKENS = 131_072
+"""Longest prefix Chapter 6's calculator draws and searches (tokens)."""
+
+
+def _link_names() -> list[str]:
+    return [link.name for link in hardware.links()]
+
+
+def _model_names() -> list[str]:
+    return [m.name for m in llm.models()]
+
+
+def _batch_grid(largest: int, points: int = 40) -> np.ndarray:
+    """Whole batches from 1 to ``largest``, spaced evenly on a log scale."""
+    return np.unique(np.geomspace(1, largest, points).astype(int))
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5: prefill, decode and the largest batch
+# ---------------------------------------------------------------------------
+
+
+def render_transformer_inference(
+    ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
+) -> str:
+    """Chapter 5: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
+    step = inference.decode_step(
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
+    )
+    prefill = inference.prefill_step(
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
+    )
+    fit = inference.max_decode_batch(model, context, acc, n_gpus=n_gpus, dtype=dtype)
+    kv_seq = llm.kv_cache_bytes(model, context + 1, dtype=dtype)
+    sweep = _batch_grid(max(4 * batch, 2 * max(fit, 1), 64), 60)
+    times = np.array(
+        [
+            inference.decode_step_time(
+                model, context, acc, batch=int(b), dtype=dtype, n_gpus=n_gpus
+            )
+            for b in sweep
+        ]
+    )
+    for extra in ax.figure.axes[1:]:  # the twin axis of the previous draw
+        extra.remove()
+    ax.loglog(sweep, times * 1e3, label="decode step bound (ms)")
+    ax.plot([batch], [step.seconds * 1e3], "ko", ms=5)
+    if fit:
+        ax.axvline(fit, color="grey", lw=1, label=f"largest batch that fits ({fit})")
+    ax.set_xlabel("decode batch (sequences)")
+    ax.set_ylabel("time per decode step (ms)")
+    rate = ax.twinx()
+    rate.loglog(sweep, sweep / times, color="C3", label="tokens/s (right axis)")
+    rate.set_ylabel("generated tokens/s (upper bound)")
+    rate.grid(False)
+    plots.plain_log_ticks(ax, rate)
+    ax.legend(loc="upper left", fontsize=8)
+    rate.legend(loc="lower right", fontsize=8)
+    device = f"{n_gpus} x {hardware.get_accelerator(acc).name}"
+    if not inference.weights_fit(model, acc, n_gpus=n_gpus, dtype=dtype):
+        weights = llm.weight_bytes(model, dtype=dtype)
+        warning = (
+            f" **The weights alone ({weights / 1e9:,.0f} GB) do not fit** on {device}: "
+            "the times are what the memory would allow if they did."
+        )
+    elif fit == 0:
+        warning = f" **Not even one sequence of {context:,} tokens fits** beside the weights on {device}."
+    elif batch > fit:
+        warning = (
+            f" **A batch of {batch} does not fit** (weights + KV exceed {device})."
+        )
+    else:
+        warning = ""
+    per_token = llm.kv_cache_bytes_per_token(model, dtype=dtype)
+    return (
+        f"**Prefill** of {batch} prompt(s) x {context:,} tokens: at least "
+        f"{format_si(prefill.seconds, 's')} ({prefill.bound}-bound). "
+        f"**Decode step** at batch {batch}: at least {format_si(step.seconds, 's')} "
+        f"({step.bound}-bound), at most {batch / step.seconds:,.0f} tokens/s. "
+        f"**KV cache**: {per_token / 1024:,.0f} KiB/token, {kv_seq / 1e9:,.2f} GB per sequence, "
+        f"{batch * kv_seq / 1e9:,.1f} GB for the batch. "
+        f"**Largest batch that fits** ({inference.RESERVE * 100:g} % reserve): {fit}.{warning}"
+    )
+
+
+def transformer_inference() -> Calculator:
+    """Chapter 5's calculator: a model on ``n_gpus`` accelerators, a batch, a context, a dtype."""
+    controls = {
+        "model": widgets.Dropdown(
+            options=_model_names(), value="llama-3-8b", description="model"
+        ),
+        "acc": widgets.Dropdown(
+            options=_accelerator_names(), value="H100 SXM", description="GPU"
+        ),
+        "n_gpus": widgets.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs"),
+        "batch": widgets.BoundedIntText(value=32, min=1, max=4096, description="batch"),
+        "context": widgets.BoundedIntText(
+            value=4096, min=1, max=131072, step=512, description="context"
+        ),
+        "dtype": widgets.Dropdown(
+            options=["bf16", "fp16", "fp8"], value="bf16", description="dtype"
+        ),
+    }
+    return Calculator(controls, render_transformer_inference)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6: transfer or recompute
+# ---------------------------------------------------------------------------
+
+
+def render_transfer_or_recompute(
+    ax: Axes,
+    model: str,
+    acc: str,
+    n_gpus: int,
+    mfu: float,
+    link: str,
+    n_links: int,
+    tokens: int,
+) -> str:
+    """Chapter 6: time to recompute a prefix's KV cache against time to fetch it, over prefix lengths.
+
+    Recomputation runs in the device's 16-bit dtype (:attr:`helpers.hardware.Accelerator.half_dtype`,
+    bf16 where it has it), which is also the cache's dtype.
+    """
+    device = hardware.get_accelerator(acc)
+    dtype = device.half_dtype
+    if dtype is None:
+        raise ValueError(f"acc: {device.name} has no 16-bit peak to recompute with")
+    chosen = hardware.get_link(link)
+    options = {"dtype": dtype, "n_gpus": n_gpus, "n_links": n_links, "mfu": mfu}
+    result = kvcache.breakeven(model, tokens, device, chosen, **options)
+    lengths = np.unique(np.geomspace(1, TRANSFER_MAX_TOKENS, 120).astype(int))
+    recompute = [
+        kvcache.recompute_time(
+            model, int(n), device, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        )
+        for n in lengths
+    ]
+    fetch = [
+        kvcache.transfer_time(model, int(n), chosen, dtype=dtype, n_links=n_links)
+        for n in lengths
+    ]
+    ax.loglog(
+        lengths,
+        recompute,
+        label=f"recompute: prefill on {n_gpus} x {device.name} at {mfu:.0%} MFU",
+    )
+    ax.loglog(lengths, fetch, label=f"fetch: {n_links} x {chosen.name}")
+    ax.plot([tokens, tokens], [result.recompute_s, result.transfer_s], "ko", ms=4)
+    window = kvcache.recompute_window(
+        model, device, chosen, max_tokens=TRANSFER_MAX_TOKENS, **options
+    )
+    if window:
+        ax.axvspan(
+            window[0], window[1], color="C0", alpha=0.08, label="recompute faster"
+        )
+    ax.set_xlabel("prefix length (tokens)")
+    ax.set_ylabel("time to have the KV cache (s)")
+    ax.legend(fontsize=8)
+    if window is None:
+        where = (
+            f"fetching is faster at every length up to {TRANSFER_MAX_TOKENS:,} tokens"
+        )
+    else:
+        where = f"recomputing is faster for prefixes of {window[0]:,} to {window[1]:,} tokens"
+        for_good = kvcache.breakeven_tokens(
+            model, device, chosen, max_tokens=TRANSFER_MAX_TOKENS, **options
+        )
+        if math.isinf(for_good):
+            where += (
+                f"; fetching never wins for good below {TRANSFER_MAX_TOKENS:,} tokens"
+            )
+        else:
+            where += f"; fetching wins for good from {for_good:,} tokens (`breakeven_tokens`)"
+    fits = ""
+    if not inference.weights_fit(model, device, n_gpus=n_gpus, dtype=dtype):
+        weights = llm.weight_bytes(model, dtype=dtype)
+        fits = (
+            f" (Note: the weights, {weights / 1e9:,.0f} GB, do not fit on these GPUs; "
+            "the recompute time is what they would take if they did.)"
+        )
+    flops_per_link_byte = (
+        n_gpus * mfu * device.flops(dtype) / (n_links * chosen.bandwidth)
+    )
+    m = llm.get_model(model)
+    c_n = kvcache.hidden_size_constant(m, dtype=dtype, tokens=tokens)
+    return (
+        f"**{result.verdict.capitalize()}** is {result.speedup:,.1f}x faster for a {tokens:,}-token "
+        f"prefix ({dtype}): recompute {format_si(result.recompute_s, 's')}, fetch "
+        f"{format_si(result.transfer_s, 's')} "
+        f"({format_si(llm.kv_cache_bytes(m, tokens, dtype=dtype), 'B')} of KV cache). "
+        f"Fetching wins above {format_si(result.threshold_bandwidth, 'B/s')} of link bandwidth; "
+        f"you have {format_si(n_links * chosen.bandwidth, 'B/s')}. Compute-bound rule: $F/B$ = "
+        f"{flops_per_link_byte:,.0f} vs $c(n)\\,d$ = {c_n * m.d_model:,.0f} FLOP/byte. "
+        f"Over prefix lengths, {where}.{fits}"
+    )
+
+
+def transfer_or_recompute() -> Calculator:
+    """Chapter 6's calculator: recompute on GPUs at an MFU, or fetch over links, for one prefix."""
+    controls = {
+        "model": widgets.Dropdown(
+            options=_model_names(), value="llama-2-7b", description="model"
+        ),
+        "acc": widgets.Dropdown(
+            options=_accelerator_names(), value="A100 SXM4 80GB", description="GPU"
+        ),
+        "n_gpus": widgets.Dropdown(options=[1, 2, 4, 8], value=1, description="GPUs"),
+        "mfu": widgets.FloatSlider(
+            value=0.7, min=0.05, max=1.0, step=0.05, description="MFU"
+        ),
+        "link": widgets.Dropdown(
+            options=_link_names(), value="100 GbE NIC", description="link"
+        ),
+        "n_links": widgets.Dropdown(options=[1, 2, 4, 8], value=1, description="links"),
+        "tokens": widgets.BoundedIntText(
+            value=4096, min=1, max=TRANSFER_MAX_TOKENS, description="prefix"
+        ),
+    }
+    return Calculator(controls, render_transfer_or_recompute)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 7: a KV-cache pool replayed against a trace
+# ---------------------------------------------------------------------------
+
+_stack_distances = functools.cache(cachesim.stack_distances)
+"""Stack distances of a (trace, block size), computed once: a calculator redraws instantly."""
+
+_trace_prefill_flops = functools.cache(cachesim.trace_prefill_flops)
+"""Prefill FLOP of a (trace, model) without a cache, computed once."""
+
+
+def render_kv_pool(
+    ax: Axes,
+    model_name: str,
+    kv_dtype: str,
+    trace: str,
+    pool_tb: float,
+    block_tokens: int,
+    *,
+    traces: Mapping[str, cachesim.Trace],
+    acc: str = "H800",
+    n_gpus: int = 8,
+) -> str:
+    """Chapter 7: hit rate against pool size for one trace, and the prefill compute the pool saves.
+
+    ``traces`` maps the ``trace`` control's names to loaded traces; the
+    compute saved is priced on ``n_gpus`` x ``acc`` at peak bf16.
+    """
+    if not pool_tb > 0:
+        raise ValueError(f"pool size must be > 0 TB, got {pool_tb}")
+    if trace not in traces:
+        raise KeyError(f"trace {trace!r} is not loaded; choose one of {list(traces)}")
+    device = hardware.get_accelerator(acc)
+    per_token = llm.kv_cache_bytes_per_token(model_name, dtype=kv_dtype)
+    capacity = pool_tb * 1e12 / per_token  # tokens
+    sd = _stack_distances(traces[trace], block_tokens=block_tokens)
+    hit, ceiling = cachesim.hit_rate_curve(
+        sd, [capacity, math.inf], block_tokens=block_tokens
+    )
+    saved = cachesim.prefill_flops_saved(
+        model_name, sd.request_hit_tokens(capacity)
+    ).sum()
+    total = _trace_prefill_flops(traces[trace], model_name)
+    sizes = np.geomspace(1e-3, 1e3, 200)  # TB
+    curve = cachesim.hit_rate_curve(
+        sd, sizes * 1e12 / per_token, block_tokens=block_tokens
+    )
+    ax.semilogx(sizes, 100 * curve, label=f"{trace}, {block_tokens}-token blocks")
+    ax.axhline(
+        100 * ceiling, color="grey", ls="--", lw=1, label="ceiling (infinite pool)"
+    )
+    ax.plot([pool_tb], [100 * hit], "ko", ms=5)
+    ax.set_xlabel(f"pool size for {model_name}, {kv_dtype} KV (TB)")
+    ax.set_ylabel("hit rate (% of prompt tokens)")
+    ax.set_ylim(0, 75)
+    ax.legend(loc="upper left", fontsize=8)
+    peak = n_gpus * device.flops("bf16")
+    return (
+        f"**Hit rate {hit:.1%}** of prompt tokens (ceiling {ceiling:.1%}). The pool holds "
+        f"{capacity / 1e6:,.2f} M tokens ({math.floor(capacity / block_tokens):,} blocks of "
+        f"{block_tokens}); the trace references {sd.distinct_blocks * block_tokens / 1e6:,.1f} M "
+        f"distinct tokens. **Prefill saved: {saved / total:.1%}** of {total / 1e18:,.1f} EFLOP, "
+        f"{saved / peak:,.0f} s of {n_gpus} x {device.name} at peak bf16."
+    )
+
+
+def kv_pool(traces: Mapping[str, cachesim.Trace]) -> Calculator:
+    """Chapter 7's calculator: a model, a KV dtype, one of ``traces``, a pool size and a block size."""
+    block = traces[next(iter(traces))].block_tokens
+    controls = {
+        "model_name": widgets.Dropdown(
+            options=_model_names(), value="llama-3-70b", description="model"
+        ),
+        "kv_dtype": widgets.Dropdown(
+            options=["bf16", "fp8"], value="bf16", description="KV dtype"
+        ),
+        "trace": widgets.Dropdown(
+            options=list(traces), value=next(iter(traces)), description="trace"
+        ),
+        "pool_tb": widgets.BoundedFloatText(
+            value=2.0, min=0.0, max=1000.0, step=0.5, description="pool (TB)"
+        ),
+        "block_tokens": widgets.Dropdown(
+            options=[block * k for k in (1, 2, 4, 8)], value=block, description="block"
+        ),
+    }
+    return Calculator(controls, functools.partial(render_kv_pool, traces=traces))
+
+
+# ---------------------------------------------------------------------------
+# Chapter 8: attention offload, priced
+# ---------------------------------------------------------------------------
+
+
+def render_attention_offload(
+    ax: Axes,
+    model: str,
+    context: int,
+    compute: str,
+    n_compute: int,
+    memory: str,
+    n_memory: int,
+    link: str,
+    n_baseline: int,
+    price_compute: float,
+    price_memory: float,
+    dtype: str,
+) -> str:
+    """Chapter 8: tokens per dollar against the batch, all-GPU baseline against attention offload."""
+    if not inference.weights_fit(model, compute, n_gpus=n_compute, dtype=dtype):
+        raise ValueError(
+            f"n_compute: the weights of {model} do not fit on {n_compute} × {compute}"
+        )
+    base_cap = inference.max_decode_batch(
+        model, context, compute, n_gpus=n_baseline, dtype=dtype
+    )
+    off_cap = inference.max_decode_batch(
+        model, context, memory, n_gpus=n_memory, dtype=dtype, holds_weights=False
+    )
+    if base_cap == 0 or off_cap == 0:
+        raise ValueError(
+            "n_baseline / n_memory: not even one sequence's KV cache fits; "
+            "add devices or shorten the context"
+        )
+    base_price = n_baseline * price_compute
+    off_price = n_compute * price_compute + n_memory * price_memory
+    base_b, off_b = _batch_grid(base_cap), _batch_grid(off_cap)
+    base = [
+        b
+        / inference.decode_step_time(
+            model, context, compute, batch=int(b), dtype=dtype, n_gpus=n_baseline
+        )
+        for b in base_b
+    ]
+    steps = [
+        offload.offload_step_time(
+            model,
+            context,
+            compute,
+            memory,
+            link,
+            batch=int(b),
+            n_compute=n_compute,
+            n_memory=n_memory,
+            dtype=dtype,
+        )
+        for b in off_b
+    ]
+    over = [b / s.overlapped_s for b, s in zip(off_b, steps, strict=True)]
+    serial = [b / s.serial_s for b, s in zip(off_b, steps, strict=True)]
+
+    def per_dollar(rates: list[float], price: float) -> list[float]:
+        return [offload.tokens_per_dollar(r, price) for r in rates]
+
+    ax.loglog(
+        base_b,
+        per_dollar(base, base_price),
+        label=f"{n_baseline} × {compute} (baseline)",
+    )
+    ax.loglog(
+        off_b,
+        per_dollar(over, off_price),
+        label=f"offload, overlapped: {n_compute} × {compute} + {n_memory} × {memory}",
+    )
+    ax.loglog(off_b, per_dollar(serial, off_price), ls="--", label="offload, serial")
+    ax.set_xlabel("batch (sequences per decode step)")
+    ax.set_ylabel("tokens per dollar (your prices)")
+    ax.legend(fontsize=8)
+    last = steps[-1]
+    ratio = offload.breakeven_price_ratio(
+        over[-1], n_compute, n_memory, base[-1], n_baseline
+    )
+    verdict = " (it cannot win even with free memory devices)." if ratio <= 0 else "."
+    return (
+        f"**Baseline** {n_baseline} × {compute}: batch {base_cap}, {base[-1]:,.0f} tokens/s, "
+        f"**{offload.tokens_per_dollar(base[-1], base_price):,.0f} tokens/\\$**.  \n"
+        f"**Offload** {n_compute} × {compute} + {n_memory} × {memory}: batch {off_cap}, step "
+        f"{last.linear_s * 1e3:.1f} ms linear / {last.attention_s * 1e3:.1f} ms attention / "
+        f"{last.transfer_s * 1e3:.1f} ms link; {over[-1]:,.0f} tokens/s overlapped "
+        f"({serial[-1]:,.0f} serial), "
+        f"**{offload.tokens_per_dollar(over[-1], off_price):,.0f} tokens/\\$** overlapped.  \n"
+        f"Price-free: at these batches offload ties when one {memory} costs **{ratio:.2f} ×** "
+        f"one {compute}{verdict}"
+    )
+
+
+def attention_offload() -> Calculator:
+    """Chapter 8's calculator: compute GPUs, memory devices, the link, a baseline and prices per hour."""
+    accelerators = _accelerator_names()
+    controls = {
+        "model": widgets.Dropdown(
+            options=_model_names(), value="llama-3-70b", description="model"
+        ),
+        "context": widgets.BoundedIntText(
+            value=4096, min=0, max=1_000_000, step=1024, description="context"
+        ),
+        "compute": widgets.Dropdown(
+            options=accelerators, value="H100 SXM", description="compute"
+        ),
+        "n_compute": widgets.BoundedIntText(
+            value=4, min=1, max=64, description="# compute"
+        ),
+        "memory": widgets.Dropdown(
+            options=accelerators, value="H20", description="memory"
+        ),
+        "n_memory": widgets.BoundedIntText(
+            value=8, min=1, max=512, description="# memory"
+        ),
+        "link": widgets.Dropdown(
+            options=_link_names(), value="ConnectX-7 (400 Gb/s)", description="link"
+        ),
+        "n_baseline": widgets.BoundedIntText(
+            value=8, min=1, max=64, description="# baseline"
+        ),
+        "price_compute": widgets.BoundedFloatText(
+            value=ILLUSTRATIVE_PRICE["H100 SXM"],
+            min=0,
+            max=1000,
+            step=0.1,
+            description="$/h compute",
+        ),
+        "price_memory": widgets.BoundedFloatText(
+            value=ILLUSTRATIVE_PRICE["H20"],
+            min=0,
+            max=1000,
+            step=0.1,
+            description="$/h memory",
+        ),
+        "dtype": widgets.Dropdown(
+            options=["bf16", "fp16", "fp8"], value="bf16", description="dtype"
+        ),
+    }
+    return Calculator(controls, render_attention_offload)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 9: a tiered KV cache, per chunk
+# ---------------------------------------------------------------------------
+
+
+def render_kv_tiers(
+    ax: Axes,
+    model: str,
+    acc: str,
+    dtype: str,
+    n_gpus: int,
+    prompt_tokens: int,
+    hbm_gb: float,
+    dram_tb: float,
+    dram_link: str,
+    pool_tb: float,
+    pool_link: str,
+    ssd_tb: float,
+    *,
+    distances: cachesim.StackDistances,
+) -> str:
+    """Chapter 9: per part of a prompt, fetch from its tier or compute; the expected prefill time.
+
+    The tiers are :func:`helpers.tiers.example_hierarchy` with the chosen
+    capacities and links; their hit fractions come from ``distances`` (a
+    trace's :func:`helpers.cachesim.stack_distances`).
+    """
+    device = hardware.get_accelerator(acc)
+    levels = tiers.example_hierarchy(
+        device,
+        n_gpus=n_gpus,
+        hbm_bytes=hbm_gb * 1e9,
+        dram_bytes=dram_tb * 1e12,
+        dram_link=dram_link,
+        pool_bytes=pool_tb * 1e12,
+        pool_link=pool_link,
+        ssd_bytes=ssd_tb * 1e12,
+    )
+    shares = tiers.trace_fractions(
+        distances, levels, model, dtype=dtype, block_tokens=distances.block_tokens
+    )
+    options = {"dtype": dtype, "n_gpus": n_gpus}
+    est = tiers.expected_prefill_time(
+        model, prompt_tokens, levels, shares, device, **options
+    )
+    full = kvcache.recompute_time(model, prompt_tokens, device, **options)
+    cached = sum(c.tokens for c in est.chunks)
+    tail = tiers.span_compute_time(model, cached, prompt_tokens, device, **options)
+    y = np.arange(len(est.chunks) + 1)
+    ax.barh(
+        y[:-1] - 0.2,
+        [c.fetch_s * 1e3 for c in est.chunks],
+        0.4,
+        label="fetch from the tier",
+    )
+    ax.barh(
+        y + 0.2,
+        [c.recompute_s * 1e3 for c in est.chunks] + [tail * 1e3],
+        0.4,
+        label="compute",
+    )
+    ax.set_yticks(
+        y,
+        [f"{c.tier}\n{c.tokens:,} tokens" for c in est.chunks]
+        + [f"not cached\n{prompt_tokens - cached:,} tokens"],
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel("time for this part of the prompt (ms)")
+    ax.legend(fontsize=8)
+    verdicts = (
+        ", ".join(f"{c.tier}: **{c.verdict}**" for c in est.chunks) or "nothing cached"
+    )
+    hits = ", ".join(
+        f"{t.name} {f:.1%}" for t, f in zip(levels, shares[:-1], strict=True)
+    )
+    return (
+        f"Trace {distances.trace_name}, hit shares: {hits}, miss {shares[-1]:.1%}.  \n"
+        f"Prompt of {prompt_tokens:,} tokens: {verdicts}.  \n"
+        f"Expected prefill **{est.serial_s * 1e3:.0f} ms** serial, **{est.prefetched_s * 1e3:.0f} ms** "
+        f"with layer-wise prefetch, against {full * 1e3:.0f} ms recomputing everything."
+    )
+
+
+def kv_tiers(distances: cachesim.StackDistances, prompt_tokens: int) -> Calculator:
+    """Chapter 9's calculator: the example hierarchy's capacities and links, replayed on ``distances``."""
+    links = _link_names()
+    controls = {
+        "model": widgets.Dropdown(
+            options=_model_names(), value="llama-3-70b", description="model"
+        ),
+        "acc": widgets.Dropdown(
+            options=_accelerator_names(), value="H100 SXM", description="GPU"
+        ),
+        "dtype": widgets.Dropdown(
+            options=["bf16", "fp16", "fp8"], value="bf16", description="dtype"
+        ),
+        "n_gpus": widgets.BoundedIntText(value=8, min=1, max=64, description="# GPUs"),
+        "prompt_tokens": widgets.BoundedIntText(
+            value=prompt_tokens, min=1, max=1_000_000, step=1024, description="prompt"
+        ),
+        "hbm_gb": widgets.FloatLogSlider(
+            value=100, base=10, min=0, max=3, description="HBM GB"
+        ),
+        "dram_tb": widgets.FloatLogSlider(
+            value=1.5, base=10, min=-1, max=1.5, description="DRAM TB"
+        ),
+        "dram_link": widgets.Dropdown(
+            options=links, value="PCIe 5.0 x16", description="DRAM link"
+        ),
+        "pool_tb": widgets.FloatLogSlider(
+            value=15, base=10, min=0, max=2.5, description="pool TB"
+        ),
+        "pool_link": widgets.Dropdown(
+            options=links, value="ConnectX-7 (400 Gb/s)", description="pool link"
+        ),
+        "ssd_tb": widgets.FloatLogSlider(
+            value=60, base=10, min=0, max=3, description="SSD TB"
+        ),
+    }
+    return Calculator(controls, functools.partial(render_kv_tiers, distances=distances))
+
+
+__all__ = [
+    "ILLUSTRATIVE_PRICE",
+    "LAYER_SHAPES",
+    "OP_SIZE_LIMITS",
+    "ROOFLINE_OPERATIONS",
+    "TRANSFER_MAX_TOKENS",
+    "WEIGHT_FORMATS",
+    "attention_offload",
+    "batched_layer",
+    "batched_layer_controls",
+    "kv_pool",
+    "kv_tiers",
+    "render_attention_offload",
+    "render_batched_layer",
+    "render_kv_pool",
+    "render_kv_tiers",
+    "render_resnet50",
+    "render_rooflines",
+    "render_transfer_or_recompute",
+    "render_transformer_inference",
+    "render_two_ceilings",
+    "resnet50",
+    "resnet50_controls",
+    "rooflines",
+    "rooflines_controls",
+    "transfer_or_recompute",
+    "transformer_inference",
+    "two_ceilings",
+    "two_ceilings_controls",
+]
