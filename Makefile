@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine with Python >= 3.10:
 #   make book   -- set up .venv and build the HTML book into _build/html (zero warnings)
-#   make test   -- set up .venv, run the unit tests, check every notebook with nbval, build the book
+#   make test   -- set up .venv, lint, run the unit tests (and docstring examples), check every notebook
+#                  with nbval, build the book and check it in a browser, build the student edition
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lite-wheels mathjax book student test test-unit test-notebooks test-book test-browser test-student bench clean
+.PHONY: setup lite-wheels mathjax book student lint test test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
@@ -62,6 +63,13 @@ student: lite-wheels mathjax
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --config _build/student/_config.yml --path-output _build/student
 	$(BIN)/python tools/student_edition.py strip _build/student/_build/html
 
+# ruff: lint and format check of the package, tests, tools, benchmarks and every notebook's code (pyproject.toml)
+LINTED := helpers tests tools benchmarks _ext chapters labs appendix
+
+lint: setup
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
 test-unit: setup
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser
 
@@ -78,13 +86,20 @@ export CHROMIUM
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
-test-browser: test-book $(CHROMIUM)
+# The checks alone, on a book already built (CI's book job builds once and checks that build).
+browser-check: setup
 	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
 
-test-student: student
+student-check: setup
 	$(BIN)/python -m pytest tests/test_student_edition.py -q -p no:cacheprovider -k built
 
-test: test-unit test-notebooks test-browser test-student
+test-browser: test-book $(CHROMIUM)
+	$(MAKE) --no-print-directory browser-check
+
+test-student: student
+	$(MAKE) --no-print-directory student-check
+
+test: lint test-unit test-notebooks test-browser test-student
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
