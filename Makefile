@@ -28,10 +28,24 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
-lite-wheels: setup
-	rm -rf $(LITE_WHEELS) && mkdir -p $(LITE_WHEELS)
-	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
+# Downloaded once per set of pins (the stamp's name hashes them); helpers' wheel is rebuilt only
+# when the package's files change.
+LITE_PINS_STAMP := $(LITE_WHEELS)/.pins-$(shell echo "$(LITE_PINS)" | md5sum | cut -c1-12)
+LITE_HELPERS_STAMP := $(LITE_WHEELS)/.helpers
+
+$(LITE_PINS_STAMP): | $(STAMP)
+	rm -f $(LITE_WHEELS)/.pins-* $(LITE_WHEELS)/ipywidgets-* $(LITE_WHEELS)/comm-* $(LITE_WHEELS)/jupyterlab_widgets-*
+	mkdir -p $(LITE_WHEELS)
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
+	touch $@
+
+$(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/data/*) pyproject.toml | $(STAMP)
+	rm -f $(LITE_WHEELS)/gpu_book_helpers-*.whl
+	mkdir -p $(LITE_WHEELS)
+	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
+	touch $@
+
+lite-wheels: $(LITE_PINS_STAMP) $(LITE_HELPERS_STAMP)
 
 # MathJax, served by the book itself so that pages typeset their maths offline: the npm
 # package's es5/ bundle, fetched once (the stamp names the version) and checked against a

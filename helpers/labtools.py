@@ -168,6 +168,7 @@ class TimedSweep:
 def timed_sweep(
     values: Sequence[Any],
     make_call: Callable[[Any], Callable[[], Any]],
+    *,
     repeats: int = 5,
     warmup: int = 2,
     desc: str = "sweep",
@@ -177,48 +178,33 @@ def timed_sweep(
     """Time ``make_call(value)()`` for each value with :func:`helpers.bench.time_fn`.
 
     ``make_call(value)`` allocates what the call needs (inputs, a layer) and
-    returns a zero-argument function that does the work once. A
-    ``torch.cuda.OutOfMemoryError`` while building or timing stops the sweep:
-    the values timed so far are kept and ``stopped_at`` names the value that
-    did not fit. A tqdm progress bar shows the sweep (``progress=False`` hides it).
+    returns a zero-argument function that does the work once. The sweep is
+    :func:`measure_sweep` of those timings: a ``torch.cuda.OutOfMemoryError``
+    while building or timing stops it, the values timed so far are kept and
+    ``stopped_at`` names the value that did not fit. A tqdm progress bar shows
+    the sweep (``progress=False`` hides it).
     """
     from . import bench
 
-    values = list(values)
-    if not values:
-        raise ValueError("values must not be empty")
     if not callable(make_call):
         raise TypeError("make_call must be callable")
     repeats = _validate.positive_int("repeats", repeats)
     warmup = _validate.non_negative_int("warmup", warmup)
-    if not isinstance(progress, bool):
-        raise TypeError(f"progress must be True or False, got {progress!r}")
-    from tqdm.auto import tqdm
-
-    done, medians, spreads, stopped, device = [], [], [], None, None
-    for value in tqdm(values, desc=desc, disable=not progress, leave=False):
-        try:
-            timing = bench.time_fn(
-                make_call(value), warmup=warmup, repeats=repeats, dev=dev
-            )
-        except (
-            Exception
-        ) as exc:  # only out-of-memory is expected; anything else propagates
-            if not _is_out_of_memory(exc):
-                raise
-            _free_gpu_memory()
-            stopped = value
-            break
-        done.append(value)
-        medians.append(timing.median)
-        spreads.append(timing.spread)
-        device = timing.device
-    if not done:
-        raise RuntimeError(
-            f"the first sweep value {values[0]!r} already ran out of GPU memory"
-        )
+    timings = measure_sweep(
+        values,
+        lambda value: bench.time_fn(
+            make_call(value), warmup=warmup, repeats=repeats, dev=dev
+        ),
+        desc=desc,
+        progress=progress,
+    )
+    done = list(timings)
     return TimedSweep(
-        np.asarray(done), np.asarray(medians), np.asarray(spreads), str(device), stopped
+        np.asarray(done),
+        np.asarray([timings[v].median for v in done]),
+        np.asarray([timings[v].spread for v in done]),
+        str(timings[done[-1]].device),
+        timings.stopped_at,
     )
 
 
