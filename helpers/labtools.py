@@ -537,12 +537,18 @@ class SweepPlan:
         Larger sizes left out because the budget would not cover them.
     predicted_s : dict
         Predicted seconds to measure each size (kept and skipped).
+    budget_s : float
+        Seconds the sweep was allowed.
+    calls : int
+        Calls per size the prediction counts (warm-up plus timed repeats).
     """
 
     rate: float
     kept: tuple
     skipped: tuple
     predicted_s: Mapping[Any, float]
+    budget_s: float
+    calls: int
 
     def describe(self, what: str, unit: str = "FLOP/s") -> str:
         """One sentence for the lab's output: the probed rate, what is swept, what is skipped and why."""
@@ -550,10 +556,13 @@ class SweepPlan:
 
         sentence = f"{what}: probed at {format_si(self.rate, unit)}; sweeping {list(self.kept)}"
         if self.skipped:
-            more = sum(self.predicted_s[s] for s in self.skipped)
+            first = self.skipped[0]
+            spent = sum(self.predicted_s[s] for s in self.kept)
             sentence += (
-                f", skipping {list(self.skipped)} (they would take about "
-                f"{format_si(more, 's')} more at this rate)"
+                f"; skipping {list(self.skipped)}: at the probed rate {first} alone would "
+                f"take about {format_si(self.predicted_s[first], 's')} ({self.calls} calls), "
+                f"and the sizes kept already use about {format_si(spent, 's')} of the "
+                f"{format_si(self.budget_s, 's')} budget"
             )
         return sentence + "."
 
@@ -613,4 +622,6 @@ def plan_sweep(
             break
         kept.append(s)
         total += predicted[s]
-    return SweepPlan(rate, tuple(kept), tuple(sizes[len(kept) :]), predicted)
+    return SweepPlan(
+        rate, tuple(kept), tuple(sizes[len(kept) :]), predicted, budget_s, calls
+    )

@@ -256,6 +256,7 @@ def test_plan_sweep_shrinks_a_slow_dtype_and_keeps_a_fast_one():
     assert slow.predicted_s[2048] == pytest.approx(8 * 2 * 2048**3 / 1.3e9)
     sentence = slow.describe("bf16 matmul")
     assert "skipping [2048]" in sentence and "1.3 GFLOP/s" in sentence
+    assert "106 s (8 calls)" in sentence and "of the 20 s budget" in sentence
     assert "skipping" not in fast.describe("fp32 matmul")
 
 
