@@ -157,6 +157,27 @@ _H200_PDF = (
 )
 _L4_PDF = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet"
 _ADA_PDF = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_AMPERE_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 19.5 * TERA,
+        "tf32": 156 * TERA,
+        "fp16": 312 * TERA,
+        "bf16": 312 * TERA,
+        "int8": 624 * TERA,
+    }
+)
+"""Dense peaks of the A100 SXM4 (40 and 80 GB) and its China-market A800 (A100 datasheet)."""
+_HOPPER_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 67 * TERA,
+        "tf32": 494.7 * TERA,
+        "fp16": 989.4 * TERA,
+        "bf16": 989.4 * TERA,
+        "fp8": 1978.9 * TERA,
+        "int8": 1978.9 * TERA,
+    }
+)
+"""Dense peaks of the H100 SXM, shared by the H800 SXM and the H200 SXM (H100/H200 datasheets)."""
 _AMPERE_DENSE = "Tensor-core figures are dense; the datasheet's starred figures are 2:4-sparse (2x)."
 
 _ACCELERATORS: tuple[Accelerator, ...] = (
@@ -185,13 +206,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 40GB",
-        peak_flops={
-            "fp32": 19.5 * TERA,
-            "tf32": 156 * TERA,
-            "fp16": 312 * TERA,
-            "bf16": 312 * TERA,
-            "int8": 624 * TERA,
-        },
+        peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=1555 * GIGA,
         memory_capacity=40 * GIB,
         source=_A100_PDF,
@@ -201,13 +216,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 80GB",
-        peak_flops={
-            "fp32": 19.5 * TERA,
-            "tf32": 156 * TERA,
-            "fp16": 312 * TERA,
-            "bf16": 312 * TERA,
-            "int8": 624 * TERA,
-        },
+        peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
         source=_A100_PDF,
@@ -217,13 +226,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A800 SXM4 80GB",
-        peak_flops={
-            "fp32": 19.5 * TERA,
-            "tf32": 156 * TERA,
-            "fp16": 312 * TERA,
-            "bf16": 312 * TERA,
-            "int8": 624 * TERA,
-        },
+        peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
         source="https://www.nvidia.cn/data-center/a800/",
@@ -234,14 +237,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H100 SXM",
-        peak_flops={
-            "fp32": 67 * TERA,
-            "tf32": 494.7 * TERA,
-            "fp16": 989.4 * TERA,
-            "bf16": 989.4 * TERA,
-            "fp8": 1978.9 * TERA,
-            "int8": 1978.9 * TERA,
-        },
+        peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
         source=_H100_PDF,
@@ -251,14 +247,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H800 SXM",
-        peak_flops={
-            "fp32": 67 * TERA,
-            "tf32": 494.7 * TERA,
-            "fp16": 989.4 * TERA,
-            "bf16": 989.4 * TERA,
-            "fp8": 1978.9 * TERA,
-            "int8": 1978.9 * TERA,
-        },
+        peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
         source="https://www.nvidia.cn/data-center/h800/",
@@ -271,14 +260,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H200 SXM",
-        peak_flops={
-            "fp32": 67 * TERA,
-            "tf32": 494.7 * TERA,
-            "fp16": 989.4 * TERA,
-            "bf16": 989.4 * TERA,
-            "fp8": 1978.9 * TERA,
-            "int8": 1978.9 * TERA,
-        },
+        peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=4.8e12,
         memory_capacity=141 * GIB,
         source=_H200_PDF,
