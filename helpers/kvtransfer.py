@@ -327,6 +327,7 @@ def default_backend() -> str:
 def distributed_kv_transfer(
     model: str | ModelConfig,
     tokens: int | Sequence[int],
+    *,
     batch: int = 1,
     dtype: str = "fp32",
     repeats: int = 5,
@@ -435,6 +436,7 @@ def _recv_exactly(sock: socket.socket, buffer: memoryview) -> None:
 
 def socket_transfer(
     message_bytes: Sequence[int],
+    *,
     repeats: int = 5,
     warmup: int = 1,
     timeout: float = 60.0,
@@ -513,6 +515,7 @@ def _shm_writer(
 
 def shared_memory_transfer(
     message_bytes: Sequence[int],
+    *,
     repeats: int = 5,
     warmup: int = 1,
     timeout: float = 60.0,

@@ -18,22 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
+from toy_models import TINY
 
 from helpers import inference, llm, roofline
 from helpers.hardware import Accelerator, get_accelerator
 
 MODELS = [m.name for m in llm.models()]
-TINY = llm.ModelConfig(
-    "tiny",
-    n_layers=2,
-    d_model=8,
-    n_heads=2,
-    n_kv_heads=1,
-    head_dim=4,
-    d_ff=16,
-    vocab_size=10,
-)
-"""1,352 parameters (2,704 bf16 bytes), 32 bytes of bf16 KV per token: tests/test_llm.py counts them by hand."""
 SLOW_FLOPS = Accelerator(
     "toy A",
     {"bf16": 1e4},

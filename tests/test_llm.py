@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
+from toy_models import TINY
 
 from helpers import cachesim, llm
 from helpers.llm import (
-    ModelConfig,
     attention_flops,
     decode_cost,
     get_model,
@@ -40,17 +40,6 @@ PUBLISHED_PARAMS = {
     "llama-3-8b": 8_030_261_248,
     "llama-3-70b": 70_553_706_496,
 }
-
-TINY = ModelConfig(
-    "tiny",
-    n_layers=2,
-    d_model=8,
-    n_heads=2,
-    n_kv_heads=1,
-    head_dim=4,
-    d_ff=16,
-    vocab_size=10,
-)
 
 
 def _by_hand(layers, d, heads, kv_heads, head_dim, d_ff, vocab):
