@@ -12,7 +12,7 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: setup lite-wheels mathjax book student lint test test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
+.PHONY: gpu-labs gpu-wheels setup lite-wheels mathjax book student lint test test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
@@ -114,6 +114,29 @@ test-student: student
 	$(MAKE) --no-print-directory student-check
 
 test: lint test-unit test-notebooks test-browser test-student
+
+# A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
+# lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU
+# build) inside a 540 s budget, writes the executed notebooks and results into the tree and, when OUT
+# is set, packs them into $(OUT) (tools/gpu_labs.py). `make gpu-wheels`, run here, downloads into .whl/
+# the notebook packages a bare GPU image lacks, for a machine that cannot reach PyPI; the packages
+# such an image already has (GPU_IMAGE_HAS) are left out so that theirs stay in use; the Mooncake
+# traces go along in .whl/mooncake-traces for Lab 6.
+GPU_PYTHON ?= python3
+GPU_PY_VERSION ?= 3.12
+GPU_WHEEL_PINS := nbclient==0.11.0 nbformat==5.11.1 ipykernel==7.4.0 ipywidgets==8.1.9
+GPU_IMAGE_HAS := attrs packaging psutil pygments python_dateutil typing_extensions
+GPU_PLATFORMS := $(foreach v,manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014,--platform $(v)_x86_64)
+
+gpu-labs:
+	$(GPU_PYTHON) tools/gpu_labs.py run
+
+gpu-wheels: setup
+	rm -rf .whl && mkdir -p .whl
+	$(BIN)/python -m pip download -q --only-binary=:all: --python-version $(GPU_PY_VERSION) \
+		--implementation cp $(GPU_PLATFORMS) -d .whl $(GPU_WHEEL_PINS)
+	cd .whl && for p in $(GPU_IMAGE_HAS); do rm -f $$p-*.whl; done
+	if [ -d "$(MOONCAKE_TRACES)" ]; then cp -r "$(MOONCAKE_TRACES)" .whl/mooncake-traces; fi
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
