@@ -7,7 +7,12 @@ Sections (each a function in :data:`SECTIONS`; add one by appending to that list
    operation at the same large size? Target: ratio >= 0.95.
 2. ``model_fidelity`` -- Lab 2's batch sweep: median and max relative error of the roofline-plus-overhead
    prediction against the measured step time, and where the knee lies. Targets: median <= 15 %, max <= 40 %.
-3. ``make_test_stages`` -- how long each stage of ``make test`` takes (unit tests, strict nbval on the
+3. ``fidelity`` -- the naive roofline against the second-order model (:mod:`helpers.calibration`) on
+   held-out points of Lab 2's sweep and Lab 3's layers: each model's parameters are fitted on every other
+   batch and its median and max |relative error| and the knee are reported on the rest. Targets for the
+   second-order model: median <= 15 %, max <= 40 %, knee within 1.5x. ``python benchmarks/run.py fidelity``
+   runs it alone and merges it into the machine's JSON under ``"fidelity"``.
+4. ``make_test_stages`` -- how long each stage of ``make test`` takes (unit tests, strict nbval on the
    chapters, lax nbval on the labs, the book build). ``--skip-stages`` leaves it out.
 
 Writes ``benchmarks/results/<machine>.json`` and ``.md`` and prints a summary. Every target is reported as
@@ -39,7 +44,16 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from helpers import batching, bench, labtools, ops, roofline  # noqa: E402
+from helpers import (  # noqa: E402
+    batching,
+    bench,
+    calibration,
+    convnets,
+    hardware,
+    labtools,
+    ops,
+    roofline,
+)
 from helpers.formatting import format_si  # noqa: E402
 
 
@@ -311,7 +325,301 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
 
 
 # --------------------------------------------------------------------------------------------------
-# Section 3: how long each stage of `make test` takes
+# Section 3: naive roofline against the second-order model, on held-out points
+
+
+def _sweep_seconds(
+    batches: list[int], make: Callable[[int], Callable[[], Any]], dev: Any
+) -> list[float]:
+    """Seconds per call at each batch: on a GPU the labs' CUDA-event median of 3; on a CPU the least thread CPU time of 3.
+
+    On a CPU shared with other jobs, wall-clock time counts the time the OS gives them; the calling
+    thread's CPU time (``time.thread_time``; torch runs on this one thread) does not, so it is the
+    time the work itself took. The least of 3 drops calls disturbed by cache or bandwidth contention.
+    """
+    if dev.type == "cuda":
+        sweep = labtools.timed_sweep(
+            batches, make, repeats=3, warmup=1, progress=False, dev=dev
+        )
+        return sweep.seconds.tolist()
+    out = []
+    for b in batches:
+        call = make(b)
+        call()
+        samples = []
+        for _ in range(3):
+            start = time.thread_time()
+            call()
+            samples.append(time.thread_time() - start)
+        out.append(min(samples))
+    return out
+
+
+def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
+    """Measure Lab 2's sweep (and a 16-bit one) and Lab 3's layers; return computations of Points."""
+    dev = bench.device()
+    on_gpu = dev.type == "cuda"
+    sizes = labtools.batch_sweep_sizes(on_gpu)
+    dtype = sizes.dtype
+    t_d = bench.torch_dtype
+    comps: dict[str, Any] = {}
+
+    def linear_points(label, module, d_in, d_out, batches, dt, calls, mlp_ff=None):
+        seconds = _sweep_seconds(
+            batches, labtools.batch_caller(module, d_in, dt, dev), dev
+        )
+        pts = []
+        for b, t in zip(batches, seconds):
+            if mlp_ff is None:
+                cost = ops.linear_cost(b, d_in, d_out, dtype=dt)
+                weights = ops.linear_weight_bytes(d_in, d_out, dtype=dt)
+            else:
+                cost = ops.mlp_cost(b, d_in, mlp_ff, dtype=dt)
+                weights = 2 * ops.linear_weight_bytes(d_in, mlp_ff, dtype=dt)
+            pts.append(
+                calibration.Point(
+                    cost.flops, cost.bytes, b, mlp_ff or d_out, calls, float(t), weights
+                )
+            )
+        comps[label] = {"dtype": dt, "batches": list(batches), "points": pts}
+
+    batches = list(sizes.batches)
+    linear_points(
+        "small linear",
+        labtools.make_linear(sizes.d_small, sizes.d_small, dtype, dev),
+        sizes.d_small,
+        sizes.d_small,
+        batches,
+        dtype,
+        1,
+    )
+    linear_points(
+        "large linear",
+        labtools.make_linear(sizes.d_linear, sizes.d_linear, dtype, dev),
+        sizes.d_linear,
+        sizes.d_linear,
+        batches,
+        dtype,
+        1,
+    )
+    linear_points(
+        "MLP",
+        labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev),
+        sizes.d_model,
+        sizes.d_model,
+        batches,
+        dtype,
+        3,
+        mlp_ff=sizes.d_ff,
+    )
+    # a 16-bit sweep: fp16 on a GPU is the main sweep already; a CPU runs bf16, sized to its speed
+    if not on_gpu:
+        half_batches = [1, 2, 4, 8, 16, 32]
+        linear_points(
+            "bf16 linear",
+            labtools.make_linear(2048, 2048, "bf16", dev),
+            2048,
+            2048,
+            half_batches,
+            "bf16",
+            1,
+        )
+    # Lab 3's distinct convolution shapes
+    image, conv_batches = (224, [1, 2, 4, 8, 16, 32]) if on_gpu else (112, [1, 2, 4])
+    seen, convs = set(), []
+    for layer in ops.resnet50_layers(1, image_size=image, dtype=dtype):
+        key = (layer.c_in, layer.c_out, layer.kernel, layer.stride, layer.in_size)
+        if layer.kind == "conv" and key not in seen:
+            seen.add(key)
+            convs.append(layer)
+    for layer in convs:
+        conv = torch.nn.Conv2d(
+            layer.c_in,
+            layer.c_out,
+            layer.kernel,
+            layer.stride,
+            padding=layer.kernel // 2,
+            bias=False,
+            device=dev,
+            dtype=t_d(dtype),
+        ).requires_grad_(False)
+        if on_gpu:
+            conv = conv.to(memory_format=torch.channels_last)
+
+        def make(batch, conv=conv, layer=layer):
+            x = torch.randn(
+                batch,
+                layer.c_in,
+                layer.in_size,
+                layer.in_size,
+                device=dev,
+                dtype=t_d(dtype),
+            )
+            if on_gpu:
+                x = x.to(memory_format=torch.channels_last)
+            return lambda: conv(x)
+
+        seconds = _sweep_seconds(conv_batches, make, dev)
+        pts = []
+        for b, t in zip(conv_batches, seconds):
+            cost = convnets.layer_cost(layer, b, dtype=dtype)
+            rows = b * layer.out_size * layer.out_size
+            filters = layer.c_out * layer.c_in * layer.kernel**2
+            pts.append(
+                calibration.Point(
+                    cost.flops,
+                    cost.bytes,
+                    rows,
+                    layer.c_out,
+                    1,
+                    float(t),
+                    float(filters * hardware.dtype_bytes(dtype)),
+                )
+            )
+        comps[f"conv {layer.name}"] = {
+            "dtype": dtype,
+            "batches": list(conv_batches),
+            "points": pts,
+        }
+    return comps
+
+
+def _knee_ratio(
+    batches: list[int], measured: np.ndarray, predicted: np.ndarray
+) -> float:
+    a = batching.measured_knee(np.array(batches), measured)
+    b = batching.measured_knee(np.array(batches), predicted)
+    return float(max(a / b, b / a))
+
+
+def section_fidelity(args: argparse.Namespace) -> SectionResult:
+    dev = bench.device()
+    on_gpu = dev.type == "cuda"
+    catalog = hardware.from_device_name(bench.device_name(dev)) if on_gpu else None
+    if on_gpu:
+        torch.backends.cudnn.benchmark = True
+    comps = _fidelity_points(args)
+    res = SectionResult(
+        "fidelity",
+        "Naive roofline against the second-order model, on held-out points",
+    )
+    dtypes = sorted({c["dtype"] for c in comps.values()})
+    errors: dict[str, list[float]] = {"naive": [], "second_order": []}
+    knees: dict[str, dict[str, float]] = {"naive": {}, "second_order": {}}
+    fitted: dict[str, Any] = {}
+    per_comp: dict[str, Any] = {}
+    for dt in dtypes:
+        group = {k: c for k, c in comps.items() if c["dtype"] == dt}
+        train, test = [], []
+        for label, c in group.items():
+            fit_i, held_i = calibration.alternate_split(len(c["points"]))
+            train += [c["points"][i] for i in fit_i]
+            test += [(label, i) for i in held_i]
+        for model in ("naive", "second_order"):
+            kwargs = {"acc": catalog, "tile_cols": 128 if catalog else 1}
+            params = calibration.fit(train, model=model, **kwargs)
+            fitted[f"{dt} {model}"] = asdict(params)
+            for label, c in group.items():
+                pred = calibration.predict(c["points"], params, model=model, **kwargs)
+                rel = calibration.relative_errors(pred, c["points"])
+                held = [i for lab, i in test if lab == label]
+                errors[model] += np.abs(rel[held]).tolist()
+                entry = per_comp.setdefault(
+                    label,
+                    {
+                        "dtype": dt,
+                        "batches": c["batches"],
+                        "measured_s": [p.seconds for p in c["points"]],
+                        "held_out_batches": [c["batches"][i] for i in held],
+                    },
+                )
+                entry[f"{model}_predicted_s"] = pred.tolist()
+                entry[f"{model}_held_out_rel_error"] = rel[held].tolist()
+                if not label.startswith("conv") and len(c["batches"]) >= 5:
+                    measured = np.array(entry["measured_s"])
+                    ratio = _knee_ratio(c["batches"], measured, pred)
+                    knees[model][label] = ratio
+                    entry[f"{model}_knee_ratio"] = ratio
+                    entry["measured_knee_90"] = batching.measured_knee(
+                        np.array(c["batches"]), measured
+                    )
+                    entry[f"{model}_knee_90"] = batching.measured_knee(
+                        np.array(c["batches"]), pred
+                    )
+    summary = {
+        model: {
+            "median_abs_err": float(np.median(errors[model])),
+            "max_abs_err": float(np.max(errors[model])),
+            "held_out_points": len(errors[model]),
+            "worst_knee_ratio": max(knees[model].values()) if knees[model] else None,
+        }
+        for model in errors
+    }
+    res.metrics = {
+        "summary": summary,
+        "fitted_params": fitted,
+        "computations": per_comp,
+    }
+    so = summary["second_order"]
+    res.targets += [
+        Target(
+            "second-order, held out: median |relative error|",
+            so["median_abs_err"],
+            "<=",
+            0.15,
+            "%",
+        ),
+        Target(
+            "second-order, held out: max |relative error|",
+            so["max_abs_err"],
+            "<=",
+            0.40,
+            "%",
+        ),
+    ]
+    if so["worst_knee_ratio"] is not None:
+        res.targets.append(
+            Target(
+                "second-order: worst knee ratio (measured/model)",
+                so["worst_knee_ratio"],
+                "<=",
+                1.5,
+            )
+        )
+    table = [
+        "| model | held-out points | median abs. error | max abs. error | worst knee ratio |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for model, v in summary.items():
+        knee = "—" if v["worst_knee_ratio"] is None else f"{v['worst_knee_ratio']:.2f}"
+        table.append(
+            f"| {model} | {v['held_out_points']} | {v['median_abs_err']:.0%} | {v['max_abs_err']:.0%} | {knee} |"
+        )
+    params_rows = [
+        "| dtype, model | peak FLOP/s | bandwidth B/s | overhead per call | overlap | row tile | weight passes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, p in fitted.items():
+        params_rows.append(
+            f"| {key} | {format_si(p['peak'], 'FLOP/s')} | {format_si(p['bandwidth'], 'B/s')} | "
+            f"{format_si(p['overhead'], 's')} | {p['overlap']:.1f} | {p['tile_rows']} | {p['pack_passes']:.1f} |"
+        )
+    res.markdown = (
+        "Computations: Lab 2's three (`labtools.batch_sweep_sizes`), a 16-bit linear layer on a CPU "
+        "(bf16, 2048 wide, batches 1-32), and each distinct convolution shape of Lab 3. Each model's "
+        "parameters are fitted (`calibration.fit`, one set per dtype) on every other batch of every "
+        "computation and its error is reported on the others (`calibration.alternate_split`, fixed "
+        "in advance). Knee ratio: max(measured/model, model/measured) of the 90 % knees "
+        "(`batching.measured_knee`) of Lab 2's sweeps.\n\n"
+        + "\n".join(table)
+        + "\n\nFitted parameters:\n\n"
+        + "\n".join(params_rows)
+    )
+    return res
+
+
+# --------------------------------------------------------------------------------------------------
+# Section 4: how long each stage of `make test` takes
 
 
 def _stage_commands(book_dir: str) -> list[tuple[str, list[str]]]:
@@ -458,6 +766,7 @@ def section_trace_replay(args: argparse.Namespace) -> SectionResult:
 SECTIONS: list[tuple[str, Callable[[argparse.Namespace], SectionResult]]] = [
     ("measurement", section_measurement),
     ("model_fidelity", section_model_fidelity),
+    ("fidelity", section_fidelity),
     ("kv_transfer", section_kv_transfer),
     ("trace_replay", section_trace_replay),
     ("make_test_stages", section_make_test_stages),
@@ -492,12 +801,35 @@ def _git_commit() -> str:
         return "unknown"
 
 
+def _merge_earlier(path: Path, results: list[SectionResult]) -> list[SectionResult]:
+    """This run's sections, preceded by the sections of an earlier run's JSON that this run did not repeat."""
+    if not path.exists():
+        return results
+    done = {r.name for r in results}
+    kept = []
+    for sec in json.loads(path.read_text()).get("sections", []):
+        if sec["name"] in done:
+            continue
+        targets = [
+            Target(**{k: v for k, v in t.items() if k != "met"})
+            for t in sec.get("targets", [])
+        ]
+        fields = {k: v for k, v in sec.items() if k != "targets"}
+        kept.append(SectionResult(**fields, targets=targets))
+    return kept + results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--skip-stages",
         action="store_true",
         help="leave out the make-test stage timings (quick run)",
+    )
+    parser.add_argument(
+        "only",
+        nargs="*",
+        help="sections to run, as positional names (e.g. `fidelity`); same as --sections",
     )
     parser.add_argument(
         "--sections",
@@ -535,6 +867,12 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for the result files",
     )
     args = parser.parse_args(argv)
+    args.sections = (args.sections or []) + args.only
+    unknown = set(args.sections) - {n for n, _ in SECTIONS}
+    if unknown:
+        parser.error(
+            f"unknown sections {sorted(unknown)}; choose from {[n for n, _ in SECTIONS]}"
+        )
 
     if not torch.cuda.is_available():
         torch.set_num_threads(args.threads or 1)
@@ -578,14 +916,18 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "argv": sys.argv[1:],
     }
+    args.out.mkdir(parents=True, exist_ok=True)
+    slug = machine_slug()
+    results = _merge_earlier(args.out / f"{slug}.json", results)
     payload = {
         "meta": meta,
         "sections": [
             {**asdict(r), "targets": [t.as_dict() for t in r.targets]} for r in results
         ],
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    slug = machine_slug()
+    fidelity = next((r for r in results if r.name == "fidelity" and not r.error), None)
+    if fidelity is not None:
+        payload["fidelity"] = fidelity.metrics["summary"]
     (args.out / f"{slug}.json").write_text(
         json.dumps(payload, indent=2, default=float) + "\n"
     )

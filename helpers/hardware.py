@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from . import _validate
@@ -69,6 +69,23 @@ class Accelerator:
         Regular expressions matched against the lower-cased name torch gives
         the device (``torch.cuda.get_device_name()``, e.g. ``"tesla t4"``), so
         a lab finds the running GPU's datasheet (:func:`from_device_name`).
+    sm_count : int or None
+        Streaming multiprocessors: how many thread blocks (GEMM output tiles)
+        run at once, one per SM (:func:`helpers.ops.gemm_utilization`).
+        ``None`` where the vendor publishes no figure, and for a measured
+        CPU (its cores are not SMs, and one thread runs a GEMM's tiles one
+        after the other).
+    l2_bytes : float or None
+        Last-level (L2) cache in bytes (MB read as MiB, as the whitepapers'
+        KB tables do); ``None`` where unpublished.
+    vector_peak_flops : Mapping[str, float]
+        Peak FLOP/s per dtype of the plain (CUDA-core, non-tensor) units, where
+        elementwise work runs (``roof="vector"`` in
+        :func:`helpers.roofline.breakdown`); empty
+        where unpublished.
+    whitepaper : str
+        URL of the architecture whitepaper (or other source) for
+        ``sm_count``, ``l2_bytes`` and ``vector_peak_flops``.
     """
 
     name: str
@@ -79,6 +96,10 @@ class Accelerator:
     notes: str = ""
     aliases: tuple[str, ...] = ()
     torch_names: tuple[str, ...] = ()
+    sm_count: int | None = None
+    l2_bytes: float | None = None
+    vector_peak_flops: Mapping[str, float] = field(default_factory=dict)
+    whitepaper: str = ""
 
     def __post_init__(self) -> None:
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
@@ -89,6 +110,16 @@ class Accelerator:
             dtype_bytes(dtype)
             _validate.positive(f"peak_flops[{dtype!r}]", value)
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
+        if self.sm_count is not None:
+            _validate.positive_int("sm_count", self.sm_count)
+        if self.l2_bytes is not None:
+            _validate.positive("l2_bytes", self.l2_bytes)
+        for dtype, value in self.vector_peak_flops.items():
+            dtype_bytes(dtype)
+            _validate.positive(f"vector_peak_flops[{dtype!r}]", value)
+        object.__setattr__(
+            self, "vector_peak_flops", MappingProxyType(dict(self.vector_peak_flops))
+        )
 
     @property
     def half_dtype(self) -> str | None:
@@ -112,6 +143,26 @@ class Accelerator:
                 f"dtype {dtype!r} has no peak figure on {self.name}; it supports {list(self.peak_flops)}"
             )
         return self.peak_flops[key]
+
+    def vector_flops(self, dtype: str) -> float:
+        """Peak FLOP/s of the plain (non-tensor) units for ``dtype``: the roof of elementwise work.
+
+        Raises ``KeyError`` if the catalog has no such figure for this device.
+        """
+        key = _validate.name("dtype", dtype)
+        dtype_bytes(key)
+        if key not in self.vector_peak_flops:
+            raise KeyError(
+                f"dtype {dtype!r} has no vector (non-tensor) peak on {self.name}; "
+                f"it lists {list(self.vector_peak_flops)}"
+            )
+        return self.vector_peak_flops[key]
+
+    def sms(self) -> int:
+        """:attr:`sm_count`, or a ``KeyError`` that says why it is missing."""
+        if self.sm_count is None:
+            raise KeyError(f"{self.name} has no published SM count ({self.notes})")
+        return self.sm_count
 
 
 @dataclass(frozen=True)
@@ -157,6 +208,21 @@ _H200_PDF = (
 )
 _L4_PDF = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet"
 _ADA_PDF = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_TURING_WP = "https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/technologies/turing-architecture/NVIDIA-Turing-Architecture-Whitepaper.pdf"
+_VOLTA_WP = "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf"
+_AMPERE_WP = "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
+_GA102_WP = "https://images.nvidia.com/aem-dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
+_HOPPER_WP = "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+MIB = 2**20
+"""Bytes in a mebibyte: the whitepapers give L2 sizes in KB of 1,024 bytes (A100: 40,960 KB)."""
+_AMPERE_VECTOR: Mapping[str, float] = MappingProxyType(
+    {"fp32": 19.5 * TERA, "fp16": 78 * TERA, "bf16": 39 * TERA}
+)
+"""A100 non-tensor peaks (Ampere whitepaper, Table 1: FP16 78, BF16 39, FP32 19.5 TFLOP/s)."""
+_HOPPER_VECTOR: Mapping[str, float] = MappingProxyType(
+    {"fp32": 67 * TERA, "fp16": 133.8 * TERA, "bf16": 133.8 * TERA}
+)
+"""H100 SXM5 non-tensor peaks (Hopper whitepaper, Table 3: FP16 and BF16 133.8, FP32 66.9 TFLOP/s)."""
 _AMPERE_PEAKS: Mapping[str, float] = MappingProxyType(
     {
         "fp32": 19.5 * TERA,
@@ -178,7 +244,10 @@ _HOPPER_PEAKS: Mapping[str, float] = MappingProxyType(
     }
 )
 """Dense peaks of the H100 SXM, shared by the H800 SXM and the H200 SXM (H100/H200 datasheets)."""
-_AMPERE_DENSE = "Tensor-core figures are dense; the datasheet's starred figures are 2:4-sparse (2x)."
+_AMPERE_DENSE = (
+    "Tensor-core figures are dense; the datasheet's starred figures are 2:4-sparse (2x). "
+    "Ampere whitepaper, Table 1: 108 SMs, 40,960 KB L2; non-tensor FP16 78, BF16 39."
+)
 
 _ACCELERATORS: tuple[Accelerator, ...] = (
     Accelerator(
@@ -189,10 +258,16 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source=_T4_PDF,
         notes=(
             "Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 "
-            "is 8.1. No sparsity."
+            "is 8.1. No sparsity. 40 SMs: the datasheet's 2,560 CUDA cores at 64 per Turing SM "
+            "(whitepaper), and 40 x 64 x 2 FLOP x 1.59 GHz = 8.1 TFLOP/s; L2 4 MB (4,096 KB). "
+            "Non-tensor FP16 runs at twice FP32 (Turing whitepaper): 16.2."
         ),
         aliases=("tesla t4", "nvidia t4"),
         torch_names=(r"\bt4\b",),
+        sm_count=40,
+        l2_bytes=4 * MIB,
+        vector_peak_flops={"fp32": 8.1 * TERA, "fp16": 16.2 * TERA},
+        whitepaper=_TURING_WP,
     ),
     Accelerator(
         name="V100 SXM2",
@@ -200,9 +275,17 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         memory_bandwidth=900 * GIGA,
         memory_capacity=32 * GIB,
         source=_V100_PDF,
-        notes="Volta: FP16 tensor cores only (125 TFLOP/s 'deep learning'); 32 GB HBM2 model. No sparsity.",
+        notes=(
+            "Volta: FP16 tensor cores only (125 TFLOP/s 'deep learning'); 32 GB HBM2 model. No "
+            "sparsity. Volta whitepaper, Table 1: 80 SMs, 6,144 KB L2; non-tensor FP16 twice "
+            "FP32 (31.4)."
+        ),
         aliases=("v100", "tesla v100"),
         torch_names=(r"v100",),
+        sm_count=80,
+        l2_bytes=6 * MIB,
+        vector_peak_flops={"fp32": 15.7 * TERA, "fp16": 31.4 * TERA},
+        whitepaper=_VOLTA_WP,
     ),
     Accelerator(
         name="A100 SXM4 40GB",
@@ -213,6 +296,10 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         notes=_AMPERE_DENSE,
         aliases=("a100-40gb", "a100 40gb", "a100-sxm4-40gb"),
         torch_names=(r"a100.*40\s*gb",),
+        sm_count=108,
+        l2_bytes=40 * MIB,
+        vector_peak_flops=_AMPERE_VECTOR,
+        whitepaper=_AMPERE_WP,
     ),
     Accelerator(
         name="A100 SXM4 80GB",
@@ -223,6 +310,10 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         notes=_AMPERE_DENSE,
         aliases=("a100", "a100-80gb", "a100 80gb", "a100-sxm4-80gb"),
         torch_names=(r"a100(?!.*40\s*gb)",),
+        sm_count=108,
+        l2_bytes=40 * MIB,
+        vector_peak_flops=_AMPERE_VECTOR,
+        whitepaper=_AMPERE_WP,
     ),
     Accelerator(
         name="A800 SXM4 80GB",
@@ -234,6 +325,10 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         + _AMPERE_DENSE,
         aliases=("a800",),
         torch_names=(r"a800",),
+        sm_count=108,
+        l2_bytes=40 * MIB,
+        vector_peak_flops=_AMPERE_VECTOR,
+        whitepaper=_AMPERE_WP,
     ),
     Accelerator(
         name="H100 SXM",
@@ -241,9 +336,17 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
         source=_H100_PDF,
-        notes="Dense figures: the datasheet quotes 2:4-sparse ones (TF32 989, BF16 1,979, FP8 3,958) with a footnote.",
+        notes=(
+            "Dense figures: the datasheet quotes 2:4-sparse ones (TF32 989, BF16 1,979, FP8 "
+            "3,958) with a footnote. Hopper whitepaper, Table 3 (H100 SXM5): 132 SMs, 50 MB L2, "
+            "non-tensor FP16/BF16 133.8."
+        ),
         aliases=("h100", "h100-sxm", "h100 sxm5"),
         torch_names=(r"h100(?!.*(pcie|nvl))",),
+        sm_count=132,
+        l2_bytes=50 * MIB,
+        vector_peak_flops=_HOPPER_VECTOR,
+        whitepaper=_HOPPER_WP,
     ),
     Accelerator(
         name="H800 SXM",
@@ -253,10 +356,15 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source="https://www.nvidia.cn/data-center/h800/",
         notes=(
             "China-market H100 variant: same tensor throughput and HBM3 as the H100 SXM, NVLink "
-            "cut to 400 GB/s. Dense figures."
+            "cut to 400 GB/s. Dense figures. The same GH100 configuration as the H100 SXM5: "
+            "132 SMs, 50 MB L2 (Hopper whitepaper)."
         ),
         aliases=("h800",),
         torch_names=(r"h800(?!.*(pcie|nvl))",),
+        sm_count=132,
+        l2_bytes=50 * MIB,
+        vector_peak_flops=_HOPPER_VECTOR,
+        whitepaper=_HOPPER_WP,
     ),
     Accelerator(
         name="H200 SXM",
@@ -266,10 +374,15 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source=_H200_PDF,
         notes=(
             "Same Hopper compute as the H100 SXM with 141 GB of HBM3e at 4.8 TB/s. Dense figures "
-            "(the datasheet's are 2:4-sparse)."
+            "(the datasheet's are 2:4-sparse). Its datasheet gives no SM count or L2 size; its "
+            "identical peaks are those of the H100 SXM5's 132 SMs and 50 MB L2 (Hopper whitepaper)."
         ),
         aliases=("h200",),
         torch_names=(r"h200(?!.*nvl)",),
+        sm_count=132,
+        l2_bytes=50 * MIB,
+        vector_peak_flops=_HOPPER_VECTOR,
+        whitepaper=_HOPPER_WP,
     ),
     Accelerator(
         name="H20",
@@ -285,7 +398,9 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         notes=(
             "China-market Hopper with little compute and a lot of memory bandwidth. NVIDIA "
             "publishes no public datasheet; figures as tabulated in the attention-offloading "
-            "(Lamina) paper, Chen et al. 2024, Table 1. Dense."
+            "(Lamina) paper, Chen et al. 2024, Table 1. Dense. No SM count, L2 size or "
+            "non-tensor rate: NVIDIA publishes none, and third-party reports (78 SMs, 60 MB) are "
+            "unverified, so these are None."
         ),
         aliases=("nvidia h20",),
         torch_names=(r"\bh20\b",),
@@ -303,9 +418,23 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         memory_bandwidth=300 * GIGA,
         memory_capacity=24 * GIB,
         source=_L4_PDF,
-        notes="Ada, GDDR6. Dense figures (the datasheet's are 2:4-sparse: TF32 120, FP16 242, FP8 485).",
+        notes=(
+            "Ada, GDDR6. Dense figures (the datasheet's are 2:4-sparse: TF32 120, FP16 242, FP8 "
+            "485). 58 SMs: the datasheet's 30.3 TFLOP/s FP32 = 58 SMs x 128 FP32 lanes x 2 FLOP x "
+            "2.04 GHz boost (Ada whitepaper: 128 lanes per SM). L2 48 MB (AD104's, not on the "
+            "datasheet; approximate). Ada's non-tensor FP16/BF16 run at the FP32 rate "
+            "(whitepaper, Appendix A)."
+        ),
         aliases=("nvidia l4",),
         torch_names=(r"\bl4\b",),
+        sm_count=58,
+        l2_bytes=48 * MIB,
+        vector_peak_flops={
+            "fp32": 30.3 * TERA,
+            "fp16": 30.3 * TERA,
+            "bf16": 30.3 * TERA,
+        },
+        whitepaper=_ADA_PDF,
     ),
     Accelerator(
         name="A10G",
@@ -315,10 +444,20 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source="https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/",
         notes=(
             "AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
-            "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate."
+            "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate. 72 SMs: "
+            "31.52 TFLOP/s FP32 = 72 SMs x 128 lanes x 2 FLOP x 1.71 GHz, as on the A10; L2 6 MB "
+            "and non-tensor FP16/BF16 at the FP32 rate, as on every GA102 (GA102 whitepaper)."
         ),
         aliases=("nvidia a10g",),
         torch_names=(r"a10g",),
+        sm_count=72,
+        l2_bytes=6 * MIB,
+        vector_peak_flops={
+            "fp32": 31.52 * TERA,
+            "fp16": 31.52 * TERA,
+            "bf16": 31.52 * TERA,
+        },
+        whitepaper=_GA102_WP,
     ),
     Accelerator(
         name="RTX 4090",
@@ -334,9 +473,18 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         memory_capacity=24 * GIB,
         source=_ADA_PDF,
         notes="GeForce Ada, GDDR6X. FP16/BF16 tensor with FP32 accumulate (what PyTorch uses) is 165.2 dense; "
-        "with FP16 accumulate 330.3. FP8 with FP32 accumulate. Whitepaper Appendix A; dense figures.",
+        "with FP16 accumulate 330.3. FP8 with FP32 accumulate. Whitepaper Appendix A; dense figures. "
+        "128 SMs, 73,728 KB L2; non-tensor FP16/BF16 82.6 (same appendix).",
         aliases=("4090", "geforce rtx 4090"),
         torch_names=(r"rtx 4090",),
+        sm_count=128,
+        l2_bytes=72 * MIB,
+        vector_peak_flops={
+            "fp32": 82.6 * TERA,
+            "fp16": 82.6 * TERA,
+            "bf16": 82.6 * TERA,
+        },
+        whitepaper=_ADA_PDF,
     ),
 )
 

@@ -15,7 +15,20 @@ from types import MappingProxyType
 
 from . import _validate
 from .hardware import Accelerator, dtype_bytes, get_accelerator
-from .roofline import crossing_batch, ridge_point, roofline_time
+from .roofline import (
+    TimeBreakdown,
+    breakdown,
+    crossing_batch,
+    ridge_point,
+    roofline_time,
+)
+
+DEFAULT_TILE: tuple[int, int] = (128, 128)
+"""Output tile (rows, columns) one thread block of a GEMM computes: cuBLAS's common 128 x 128.
+
+NVIDIA, *Matrix Multiplication Background User's Guide*, section "Dimension
+Quantization Effects", uses 128 x 128 (and 256 x 128) tiles in its examples.
+"""
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,157 @@ def matmul_cost(m: int, k: int, n: int, *, dtype: str = "fp16") -> Cost:
     m, k, n = (_validate.positive_int(p, v) for p, v in (("m", m), ("k", k), ("n", n)))
     width = dtype_bytes(dtype)
     return Cost(2.0 * m * k * n, float(width * (m * k + k * n + m * n)))
+
+
+def _tile(tile: tuple[int, int]) -> tuple[int, int]:
+    if not isinstance(tile, tuple) or len(tile) != 2:
+        raise TypeError(f"tile must be a pair (rows, columns), got {tile!r}")
+    return (
+        _validate.positive_int("tile[0]", tile[0]),
+        _validate.positive_int("tile[1]", tile[1]),
+    )
+
+
+def gemm_tiles(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE) -> int:
+    """Output tiles of an ``m x n`` GEMM result: ``ceil(m / t_m) * ceil(n / t_n)``.
+
+    One thread block computes one tile, on one SM at a time.
+    """
+    m = _validate.positive_int("m", m)
+    n = _validate.positive_int("n", n)
+    t_m, t_n = _tile(tile)
+    return math.ceil(m / t_m) * math.ceil(n / t_n)
+
+
+def gemm_utilization(
+    m: int, n: int, acc: str | Accelerator, *, tile: tuple[int, int] = DEFAULT_TILE
+) -> float:
+    """Fraction of ``acc``'s SMs kept busy over the waves of an ``m x n`` GEMM's output tiles.
+
+    With ``T`` tiles (:func:`gemm_tiles`) on ``S`` SMs the GEMM runs in
+    ``ceil(T / S)`` waves, and the last one may be partly empty ("wave
+    quantization"): the utilization is ``T / (ceil(T / S) * S)``. A 1024 x
+    1024 result has 64 tiles of 128 x 128: 64 / 132 = 48 % of an H100 SXM's
+    SMs, 100 % of a T4's 40 after two waves' 64 / 80 = 80 %. NVIDIA, *GPU
+    Performance Background User's Guide*, "GPU Execution Model" (waves,
+    tail effect), and *Matrix Multiplication Background User's Guide*,
+    "Wave Quantization". Split-K (several blocks per tile) is the remedy
+    cuBLAS uses for short, wide GEMMs and is not modelled.
+
+    Raises ``KeyError`` for a device with no published SM count.
+
+    Examples
+    --------
+    >>> round(gemm_utilization(1024, 1024, "H100 SXM"), 3)
+    0.485
+    >>> gemm_utilization(1024, 1024, "T4")
+    0.8
+    """
+    tiles = gemm_tiles(m, n, tile=tile)
+    sms = get_accelerator(acc).sms()
+    return tiles / (math.ceil(tiles / sms) * sms)
+
+
+def tile_efficiency(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE) -> float:
+    """Useful fraction of the tiles' area: ``m n / (ceil(m / t_m) t_m * ceil(n / t_n) t_n)``.
+
+    "Tile quantization": a tile computes all its ``t_m x t_n`` outputs even
+    when the matrix edge cuts it. For a linear layer ``m`` is the batch, so a
+    batch of 16 on 128-row tiles is padded to 128 rows and does 1/8 useful
+    work; throughput then grows in proportion to the batch up to the tile
+    height, whatever the roofline says.
+
+    Examples
+    --------
+    >>> tile_efficiency(16, 4096)
+    0.125
+    """
+    m = _validate.positive_int("m", m)
+    n = _validate.positive_int("n", n)
+    t_m, t_n = _tile(tile)
+    return m * n / (math.ceil(m / t_m) * t_m * math.ceil(n / t_n) * t_n)
+
+
+GEMM_TILES: tuple[tuple[int, int], ...] = ((128, 128), (128, 64), (64, 64))
+"""Output tiles :func:`gemm_efficiency` chooses among, as a GEMM library picks among its kernels."""
+
+
+def gemm_efficiency(
+    m: int,
+    n: int,
+    k: int,
+    acc: str | Accelerator,
+    *,
+    tiles: tuple[tuple[int, int], ...] = GEMM_TILES,
+    min_k_chunk: int = 256,
+) -> float:
+    """Best ``u * e`` a GEMM library can reach for an ``m x n x k`` GEMM: tile choice and split-K.
+
+    For each candidate tile, a GEMM with fewer tiles than SMs splits its
+    ``k`` loop over ``s = min(S // T, k // min_k_chunk)`` blocks per tile
+    (*split-K*; at least 1), so ``s T`` blocks share the SMs; the result is
+    the largest ``gemm_utilization(s T) * tile_efficiency`` over the tiles.
+    The partial sums' extra traffic is left out. This is how cuBLAS and
+    cuDNN keep a short, wide GEMM (a late ResNet layer at batch 1: ``m =
+    49``) from leaving most SMs idle; :func:`gemm_utilization` alone, with
+    one fixed tile and no split, is the worst case.
+
+    Examples
+    --------
+    >>> round(gemm_utilization(49, 512, "A100") * tile_efficiency(49, 512), 3)
+    0.014
+    >>> round(gemm_efficiency(49, 512, 4608, "A100"), 3)
+    0.737
+    """
+    k = _validate.positive_int("k", k)
+    min_k_chunk = _validate.positive_int("min_k_chunk", min_k_chunk)
+    if not tiles:
+        raise ValueError("tiles must list at least one (rows, columns) tile")
+    sms = get_accelerator(acc).sms()
+    best = 0.0
+    for tile in tiles:
+        count = gemm_tiles(m, n, tile=tile)
+        split = max(1, min(sms // count, k // min_k_chunk))
+        blocks = split * count
+        busy = blocks / (math.ceil(blocks / sms) * sms)
+        best = max(best, busy * tile_efficiency(m, n, tile=tile))
+    return best
+
+
+def matmul_breakdown(
+    m: int,
+    k: int,
+    n: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    tile: tuple[int, int] = DEFAULT_TILE,
+    overhead: float = 0.0,
+) -> TimeBreakdown:
+    """Time terms of ``C[m, n] = A[m, k] @ B[k, n]`` with tile and wave quantization.
+
+    The compute term is the time of ``ceil(T / S)`` waves of full tiles,
+    ``2 k t_m t_n ceil(T / S) / (peak / S)``, i.e. :func:`matmul_cost`'s
+    FLOP at ``peak * gemm_utilization * tile_efficiency``; the memory term
+    and the overhead are the roofline's. Pass
+    :func:`helpers.roofline.achievable` for derated ceilings.
+
+    Examples
+    --------
+    A 1024-cube on an H100 SXM takes 2.06x the roofline's compute time
+    (48.5 % of the SMs busy, no padding):
+
+    >>> t = matmul_breakdown(1024, 1024, 1024, "H100 SXM")
+    >>> round(t.compute_s / (2 * 1024**3 / 989.4e12), 2)
+    2.06
+    """
+    cost = matmul_cost(m, k, n, dtype=dtype)
+    efficiency = gemm_utilization(m, n, acc, tile=tile) * tile_efficiency(
+        m, n, tile=tile
+    )
+    return breakdown(
+        cost.flops, cost.bytes, acc, dtype=dtype, overhead=overhead, mfu=efficiency
+    )
 
 
 def linear_cost(

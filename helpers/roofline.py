@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ from .hardware import Accelerator, get_accelerator
 
 Bound = Literal["compute", "memory", "overhead"]
 """Which term of the time model sets a kernel's time."""
+
+Roof = Literal["tensor", "vector"]
+"""Which compute ceiling applies: the matrix (tensor-core) peak or the plain (CUDA-core) one."""
 
 
 class HasCost(Protocol):
@@ -104,6 +108,7 @@ def breakdown(
     overhead: float = 0.0,
     n_gpus: int = 1,
     mfu: float = 1.0,
+    roof: Roof = "tensor",
 ) -> TimeBreakdown:
     """Split the time of ``flops`` FLOP and ``bytes`` bytes on ``acc`` into its terms.
 
@@ -124,6 +129,12 @@ def breakdown(
         (ideal parallelism: communication is ignored).
     mfu : float
         Fraction of the peak FLOP/s reached, in (0, 1]; 1 is the datasheet bound.
+    roof : {'tensor', 'vector'}
+        Which compute ceiling: ``'tensor'`` (:meth:`helpers.hardware.Accelerator.flops`, the
+        matrix units; for ``fp32`` the plain FP32 rate) or ``'vector'``
+        (:meth:`helpers.hardware.Accelerator.vector_flops`, the CUDA cores), where elementwise
+        work such as a ReLU runs. One device has several compute ceilings
+        (Williams et al. 2009; on an H100 SXM, 989 against 134 TFLOP/s in fp16).
 
     Returns
     -------
@@ -137,7 +148,13 @@ def breakdown(
     overhead = _validate.non_negative("overhead", overhead)
     n_gpus = _validate.positive_int("n_gpus", n_gpus)
     mfu = _validate.fraction("mfu", mfu)
-    compute = flops / (n_gpus * mfu * device.flops(dtype))
+    if roof == "tensor":
+        peak = device.flops(dtype)
+    elif roof == "vector":
+        peak = device.vector_flops(dtype)
+    else:
+        raise ValueError(f"roof must be 'tensor' or 'vector', got {roof!r}")
+    compute = flops / (n_gpus * mfu * peak)
     memory = bytes_ / (n_gpus * device.memory_bandwidth)
     if overhead > max(compute, memory):
         which: Bound = "overhead"
@@ -146,6 +163,54 @@ def breakdown(
     return TimeBreakdown(
         compute, memory, overhead, max(compute, memory) + overhead, which
     )
+
+
+def achievable(
+    acc: str | Accelerator, *, compute_fraction: float, memory_fraction: float
+) -> Accelerator:
+    """``acc`` with every compute peak scaled by ``compute_fraction`` and its bandwidth by ``memory_fraction``.
+
+    The achievable fraction of peak as a parameter of the device, so every
+    function that takes ``acc`` uses the derated ceilings. Measured values
+    come from the labs (a large matmul and a large copy against the
+    datasheet); published ones are about 0.8 of the matmul peak and 0.85 to
+    0.9 of the bandwidth on an H100 (Austin et al., *How to Scale Your Model*,
+    "All About Rooflines"), and nearer 0.7 to 0.8 of the bandwidth on a T4
+    with ECC on. SM count and L2 size are kept.
+
+    Examples
+    --------
+    >>> h = achievable("H100 SXM", compute_fraction=0.8, memory_fraction=0.9)
+    >>> round(h.flops("bf16") / 1e12, 1), round(h.memory_bandwidth / 1e12, 3)
+    (791.5, 3.015)
+    """
+    device = get_accelerator(acc)
+    c = _validate.fraction("compute_fraction", compute_fraction)
+    m = _validate.fraction("memory_fraction", memory_fraction)
+    return dataclasses.replace(
+        device,
+        name=f"{device.name} at {c:.0%} of peak compute, {m:.0%} of peak bandwidth",
+        peak_flops={d: c * v for d, v in device.peak_flops.items()},
+        vector_peak_flops={d: c * v for d, v in device.vector_peak_flops.items()},
+        memory_bandwidth=m * device.memory_bandwidth,
+        notes=f"Derated from {device.name}. " + device.notes,
+        aliases=(),
+        torch_names=(),
+    )
+
+
+def overlap_bounds(compute_s: float, memory_s: float) -> tuple[float, float]:
+    """Two-sided bound on a kernel's time: ``(max(compute_s, memory_s), compute_s + memory_s)``.
+
+    The roofline is the lower bound, reached only when loads and arithmetic
+    overlap perfectly; with no overlap at all they add, so the true time is
+    at most the sum, within 2x of the bound, and furthest from it where the
+    two terms are equal, at the knee (Austin et al., *How to Scale Your
+    Model*, "All About Rooflines": ``T_lower = max``, ``T_upper = sum``).
+    """
+    compute_s = _validate.non_negative("compute_s", compute_s)
+    memory_s = _validate.non_negative("memory_s", memory_s)
+    return max(compute_s, memory_s), compute_s + memory_s
 
 
 def roofline_time(

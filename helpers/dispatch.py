@@ -1,0 +1,118 @@
+"""CPU-GPU asynchrony: how per-kernel dispatch overhead and GPU time combine over a sequence.
+
+PyTorch's eager mode dispatches each kernel from Python on the CPU and
+returns before the GPU has run it, so the CPU prepares kernel ``i + 1``
+while the GPU runs kernel ``i``. A sequence of kernels with GPU times
+``g_i`` and CPU dispatch times ``d_i`` therefore takes between
+``max(sum g, sum d)`` (perfect overlap) and ``sum g + sum d`` (none, as for
+one isolated, synchronised call, which is how :func:`helpers.bench.time_fn`
+times). The exact time of one in-order stream is :func:`stream_time`.
+When ``sum d > sum g`` the sequence is *overhead-bound*: a larger batch
+(more GPU work per kernel) costs no extra time until the GPU side catches up
+(Horace He, "Making Deep Learning Go Brrrr From First Principles",
+section "Overhead"). CUDA graphs and ``torch.compile(mode="reduce-overhead")``
+shrink ``d``; fusion shrinks both ``g`` and the number of kernels.
+
+Units: seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _validate
+
+
+def _pair(
+    gpu_seconds: float | Sequence[float], dispatch_seconds: float | Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    gpu = np.atleast_1d(np.asarray(gpu_seconds, dtype=float))
+    cpu = np.atleast_1d(np.asarray(dispatch_seconds, dtype=float))
+    if cpu.size == 1 and gpu.size > 1:
+        cpu = np.full_like(gpu, cpu[0])
+    if gpu.ndim != 1 or gpu.shape != cpu.shape or gpu.size == 0:
+        raise ValueError(
+            "gpu_seconds and dispatch_seconds must be non-empty and of equal length "
+            "(or dispatch_seconds one number for every kernel)"
+        )
+    for name, values in (("gpu_seconds", gpu), ("dispatch_seconds", cpu)):
+        if not np.all(np.isfinite(values)) or np.any(values < 0):
+            raise ValueError(f"{name} must be finite and >= 0 everywhere")
+    return gpu, cpu
+
+
+def sequence_bounds(
+    gpu_seconds: float | Sequence[float], dispatch_seconds: float | Sequence[float]
+) -> tuple[float, float]:
+    """``(max(sum g, sum d), sum g + sum d)``: the fastest and slowest a kernel sequence can run.
+
+    Parameters
+    ----------
+    gpu_seconds : float or sequence of float
+        Each kernel's time on the GPU (s).
+    dispatch_seconds : float or sequence of float
+        Each kernel's CPU dispatch time (s); one number applies to every kernel.
+
+    Examples
+    --------
+    >>> [round(t * 1e6, 6) for t in sequence_bounds([10e-6, 2e-6, 2e-6], 5e-6)]
+    [15.0, 29.0]
+    """
+    gpu, cpu = _pair(gpu_seconds, dispatch_seconds)
+    total_gpu, total_cpu = float(gpu.sum()), float(cpu.sum())
+    return max(total_gpu, total_cpu), total_gpu + total_cpu
+
+
+def stream_time(
+    gpu_seconds: float | Sequence[float], dispatch_seconds: float | Sequence[float]
+) -> float:
+    """Time of one in-order stream whose CPU dispatches kernel ``i`` while the GPU runs earlier ones.
+
+    Kernel ``i`` is issued when the CPU has spent ``d_1 + ... + d_i`` and
+    starts when both it is issued and kernel ``i - 1`` has finished:
+    ``f_i = max(d_1 + ... + d_i, f_{i-1}) + g_i``. The result ``f_n`` lies in
+    :func:`sequence_bounds`; a single kernel costs ``d + g``, as the
+    book's first-order model ``roofline + overhead`` says.
+
+    Examples
+    --------
+    >>> round(stream_time([10e-6, 2e-6, 2e-6], 5e-6) * 1e6, 6)
+    19.0
+    """
+    gpu, cpu = _pair(gpu_seconds, dispatch_seconds)
+    issued = np.cumsum(cpu)
+    finish = 0.0
+    for g, ready in zip(gpu.tolist(), issued.tolist()):
+        finish = max(ready, finish) + g
+    return finish
+
+
+def overhead_bound(
+    gpu_seconds: float | Sequence[float], dispatch_seconds: float | Sequence[float]
+) -> bool:
+    """Whether the CPU side is the longer one (``sum d > sum g``): the sequence is overhead-bound."""
+    gpu, cpu = _pair(gpu_seconds, dispatch_seconds)
+    return bool(cpu.sum() > gpu.sum())
+
+
+def batch_scaling(seconds_small: float, seconds_large: float, ratio: float) -> float:
+    """How much of a ``ratio``-times larger batch shows up in the time: ``(t_large / t_small - 1) / (ratio - 1)``.
+
+    Horace He's test for the overhead regime: scale the work and watch the
+    time. Near 0 the time did not move (overhead- or, below the knee,
+    weight-read-bound: batching is free); near 1 it grew in proportion
+    (compute-bound, or a tile that was already full).
+
+    Examples
+    --------
+    >>> round(batch_scaling(1.0e-3, 1.1e-3, 2), 3)
+    0.1
+    """
+    small = _validate.positive("seconds_small", seconds_small)
+    large = _validate.positive("seconds_large", seconds_large)
+    ratio = _validate.positive("ratio", ratio)
+    if ratio <= 1:
+        raise ValueError(f"ratio must be > 1, got {ratio}")
+    return (large / small - 1) / (ratio - 1)

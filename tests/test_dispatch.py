@@ -1,0 +1,62 @@
+"""Tests of :mod:`helpers.dispatch`: CPU-GPU asynchrony bounds and the in-order stream.
+
+Reference: Horace He, "Making Deep Learning Go Brrrr From First Principles",
+section "Overhead" (asynchronous dispatch; scale the batch to diagnose).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import dispatch
+
+times = st.lists(st.floats(0, 1e-2, allow_nan=False), min_size=1, max_size=60)
+
+
+def test_bounds_hand_values():
+    """GPU 10 + 2 + 2 us, dispatch 5 us each: max(14, 15) = 15 us, sum 29 us."""
+    low, high = dispatch.sequence_bounds([10e-6, 2e-6, 2e-6], 5e-6)
+    assert_allclose((low, high), (15e-6, 29e-6))
+
+
+def test_stream_hand_values():
+    """Issued at 5, 10, 15 us; kernel 1 runs 5-15, kernel 2 15-17, kernel 3 17-19 us."""
+    assert_allclose(dispatch.stream_time([10e-6, 2e-6, 2e-6], 5e-6), 19e-6)
+    assert_allclose(dispatch.stream_time(3e-6, 5e-6), 8e-6)  # one kernel: d + g
+
+
+def test_stream_regimes():
+    """GPU-bound: the first dispatch then every kernel; overhead-bound: every dispatch then the last kernel."""
+    assert_allclose(dispatch.stream_time([4e-6] * 100, 1e-6), 1e-6 + 100 * 4e-6)
+    assert_allclose(dispatch.stream_time([1e-6] * 100, 4e-6), 100 * 4e-6 + 1e-6)
+    assert dispatch.overhead_bound([1e-6] * 100, 4e-6)
+    assert not dispatch.overhead_bound([4e-6] * 100, 1e-6)
+
+
+@given(gpu=times, cpu=st.floats(0, 1e-2, allow_nan=False))
+def test_stream_lies_between_the_bounds(gpu, cpu):
+    """max(sum g, sum d) <= stream time <= sum g + sum d, for any kernel times."""
+    low, high = dispatch.sequence_bounds(gpu, cpu)
+    t = dispatch.stream_time(gpu, cpu)
+    assert low * (1 - 1e-9) <= t <= high * (1 + 1e-9) + 1e-300
+
+
+def test_batch_scaling():
+    """Time that doubles with a doubled batch scales fully (1); time that does not move, 0."""
+    assert dispatch.batch_scaling(1.0, 2.0, 2) == 1.0
+    assert dispatch.batch_scaling(1.0, 1.0, 8) == 0.0
+    with pytest.raises(ValueError, match="ratio"):
+        dispatch.batch_scaling(1.0, 1.0, 1)
+
+
+def test_bad_input():
+    """Mismatched lengths, negative or empty times are refused with the parameter named."""
+    with pytest.raises(ValueError, match="equal length"):
+        dispatch.stream_time([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="gpu_seconds"):
+        dispatch.sequence_bounds([-1.0], 1.0)
+    with pytest.raises(ValueError):
+        dispatch.sequence_bounds([], 1.0)

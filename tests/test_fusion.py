@@ -1,0 +1,76 @@
+"""Tests of :mod:`helpers.fusion`: ResNet-50's kernels unfused (eager) and fused.
+
+Hand counts from torchvision's ResNet-50 (v1.5): 53 convolutions each followed
+by a batch norm; ReLU after the stem and twice plus once after the add in each
+of the 16 bottlenecks (1 + 16 x 3 = 49); 16 residual adds; max- and avg-pool; fc.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from numpy.testing import assert_allclose
+
+from helpers import fusion, ops
+
+
+def test_kernel_counts():
+    """Eager: 53 + 53 + 49 + 16 + 2 + 1 = 174 kernels; fused: 53 convs, 2 pools, fc = 56."""
+    unfused = fusion.resnet50_kernels()
+    kinds = Counter(k.kind for k in unfused)
+    assert len(unfused) == 174
+    assert kinds == {
+        "conv": 53,
+        "bn": 53,
+        "relu": 49,
+        "add": 16,
+        "maxpool": 1,
+        "avgpool": 1,
+        "fc": 1,
+    }
+    assert len(fusion.resnet50_kernels(fused=True)) == 56
+
+
+def test_stem_batch_norm_bytes():
+    """The stem's BN reads and writes 64 x 112 x 112 fp16 values: 2 x 2 x 802,816 bytes."""
+    bn = next(k for k in fusion.resnet50_kernels() if k.name == "bn1")
+    assert bn.cost.bytes == 2 * 2 * 64 * 112 * 112
+    assert bn.cost.flops == 2 * 64 * 112 * 112
+
+
+def test_unfused_elementwise_bytes_exceed_the_convolutions():
+    """Unfused BN, ReLU and adds move more bytes (118 MB in fp16) than all 53 convolutions (90 MB)."""
+    unfused = fusion.resnet50_kernels()
+    conv = sum(k.cost.bytes for k in unfused if k.kind == "conv")
+    elementwise = fusion.elementwise_bytes(unfused)
+    assert_allclose(conv, sum(l.cost.bytes for l in ops.resnet50_layers()[:-1]))
+    assert elementwise > conv
+    assert_allclose(elementwise / 1e6, 118.2, atol=0.1)
+    fused = fusion.resnet50_kernels(fused=True)
+    assert fusion.elementwise_bytes(fused) < 0.03 * elementwise  # pools only
+
+
+def test_fused_keeps_the_flops_of_the_convolutions_and_reads_the_shortcut():
+    """Fusing removes kernels and bytes, not matrix work; each block's last conv reads the shortcut."""
+    fused = fusion.resnet50_kernels(fused=True)
+    conv3 = next(k for k in fused if k.name == "layer1.0.conv3")
+    plain = next(l for l in ops.resnet50_layers() if l.name == "layer1.0.conv3")
+    assert conv3.cost.bytes - plain.cost.bytes == 2 * 256 * 56 * 56
+
+
+@pytest.mark.parametrize("batch", [2, 8])
+def test_elementwise_bytes_grow_with_the_batch(batch):
+    """Elementwise bytes have no weights to amortize: they scale exactly with the batch."""
+    one = fusion.elementwise_bytes(fusion.resnet50_kernels(1))
+    assert_allclose(
+        fusion.elementwise_bytes(fusion.resnet50_kernels(batch)), batch * one
+    )
+
+
+def test_bad_input():
+    """fused must be a bool and batch a whole number >= 1."""
+    with pytest.raises(TypeError, match="fused"):
+        fusion.resnet50_kernels(fused="yes")
+    with pytest.raises(ValueError, match="batch"):
+        fusion.resnet50_kernels(0)
