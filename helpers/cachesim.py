@@ -82,6 +82,80 @@ _BUNDLED = MappingProxyType({"tiny": _DATA_DIR / "tiny_trace.jsonl"})
 
 _POLICIES = ("lru",)
 
+# ---------------------------------------------------------------------------
+# What the Mooncake FAST'25 paper reports (Qin et al., FAST'25; the PDF in the
+# Mooncake repository, FAST25-release/Mooncake-FAST25.pdf, commit 3b5a594).
+# ---------------------------------------------------------------------------
+
+PAPER_TABLE2: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "conversation": MappingProxyType(
+            {
+                "mean_input": 12_035,
+                "mean_output": 343,
+                "cache_ratio": 0.40,
+                "requests": 12_031,
+            }
+        ),
+        "toolagent": MappingProxyType(
+            {
+                "mean_input": 8_596,
+                "mean_output": 182,
+                "cache_ratio": 0.59,
+                "requests": 23_608,
+            }
+        ),
+        "synthetic": MappingProxyType(
+            {
+                "mean_input": 15_325,
+                "mean_output": 149,
+                "cache_ratio": 0.66,
+                "requests": 3_993,
+            }
+        ),
+    }
+)
+"""Mooncake FAST'25, Table 2 ("Workload Statistics"): mean input and output tokens, "Cache Ratio", requests.
+
+The paper does not define "Cache Ratio" beyond "prefix caching ratio"
+(§5.2.1); :func:`hit_rate_definitions` computes the candidate definitions.
+"""
+
+PAPER_FIG9_SHARE_AT_3M: Mapping[str, float] = MappingProxyType(
+    {"conversation": 0.41, "toolagent": 0.75, "synthetic": 0.46, "all": 0.48}
+)
+"""Mooncake FAST'25, Fig. 9: hit rate of a 3 M-token LRU cache as a share of the workload's maximum.
+
+Read from the figure's arrow labels ("41% max" points at the Conversation
+curve, "75% max" at Tool&Agent, "46% max" at Synthetic, "48% max" at All).
+§5.3.1 adds that "a cache capacity of 50M tokens nearly reaches the
+theoretical maximum hit rate" (:data:`PAPER_FIG9_NEAR_MAX_TOKENS`).
+"""
+
+PAPER_FIG9_LOCAL_TOKENS = 3e6
+"""Mooncake FAST'25, §5.3.1 and Fig. 9: tokens a node's ~1 TB of local DRAM holds ("about 3 million tokens")."""
+
+PAPER_FIG9_NEAR_MAX_TOKENS = 50e6
+"""Mooncake FAST'25, §5.3.1: "a cache capacity of 50M tokens nearly reaches the theoretical maximum hit rate"."""
+
+PAPER_FIG10_GLOBAL_OVER_LOCAL: Mapping[str, float] = MappingProxyType(
+    {"conversation": 2.22, "toolagent": 1.38, "synthetic": 2.36}
+)
+"""Mooncake FAST'25, Fig. 10 (left, bar labels): global-cache hit rate ÷ local-cache hit rate.
+
+Setup (§5.3.2): 10 prefill nodes, 3 M tokens of cache each; local: a node
+reads only its own cache and the scheduler sends a request to the node with
+the higher prefix match; global: the ten caches are shared.
+"""
+
+PAPER_FIG10_PREFILL_TIME_RATIO: Mapping[str, float] = MappingProxyType(
+    {"conversation": 0.76, "toolagent": 0.74, "synthetic": 0.52}
+)
+"""Mooncake FAST'25, Fig. 10 (right, bar labels): mean prefill GPU time, global ÷ local cache ("up to 48%" less)."""
+
+PAPER_FIG10_NODES = 10
+"""Mooncake FAST'25, §5.3.2: prefill nodes in the local-against-global experiment."""
+
 
 # ---------------------------------------------------------------------------
 # Loading
@@ -936,6 +1010,216 @@ def tier_hit_fractions(
 
 
 # ---------------------------------------------------------------------------
+# Hit-rate definitions, and one cache per node against one pooled cache
+# ---------------------------------------------------------------------------
+
+
+def hit_rate_definitions(trace: Trace | StackDistances) -> dict[str, float]:
+    """The hit rate of an infinite prefix cache, by four definitions a paper might use.
+
+    All four count a block as hit when its whole prefix was seen before
+    (prefix semantics, unlimited capacity); they differ in what is averaged:
+
+    ``"blocks"``
+        hit block references ÷ block references (every block weighs 1);
+    ``"full blocks"``
+        the same, counting only full blocks (a prompt's partial last block is left out);
+    ``"tokens"``
+        hit prompt tokens ÷ prompt tokens, aggregated over the trace: the
+        book's hit rate, :func:`hit_rate_curve` at ``inf``;
+    ``"mean per request"``
+        the mean over requests of each request's hit tokens ÷ its prompt tokens.
+
+    Parameters
+    ----------
+    trace : Trace or StackDistances
+        At the trace's own block size.
+
+    Returns
+    -------
+    dict of str to float
+        Each definition's value, a fraction in [0, 1].
+    """
+    sd = _as_distances(trace, TRACE_BLOCK_TOKENS)
+    hit = np.isfinite(sd.distances)
+    full = sd.weights == sd.block_tokens
+    per_request = sd.request_hit_tokens(math.inf)
+    lengths = np.bincount(sd.request, weights=sd.weights, minlength=sd.n_requests)
+    return {
+        "blocks": float(hit.mean()),
+        "full blocks": float(hit[full].mean()),
+        "tokens": float(sd.hit_tokens([math.inf])[0] / sd.input_tokens),
+        "mean per request": float(np.mean(per_request / lengths)),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class LocalGlobal:
+    """Hit rates of ``n_nodes`` separate caches against one cache pooled across them.
+
+    Attributes
+    ----------
+    trace : Trace
+        The replayed trace.
+    n_nodes : int
+    capacity_tokens : float
+        Cache per node, tokens.
+    local_hit_rate : float
+        Token-weighted hit rate when each node reads only its own cache.
+    global_hit_rate : float
+        Token-weighted hit rate of one LRU cache of ``n_nodes * capacity_tokens``.
+    load_imbalance : float
+        Prompt tokens sent to the busiest node ÷ the mean per node (1 = even),
+        under the local routing.
+    local_hit_tokens, global_hit_tokens : numpy.ndarray of int64, shape (n_requests,)
+        Each request's prompt tokens served from the cache, local and pooled.
+    """
+
+    trace: Trace
+    n_nodes: int
+    capacity_tokens: float
+    local_hit_rate: float
+    global_hit_rate: float
+    load_imbalance: float
+    local_hit_tokens: np.ndarray
+    global_hit_tokens: np.ndarray
+
+    def prefill_flops_ratio(self, model: str | llm.ModelConfig) -> float:
+        """Prefill FLOP left to compute with the pooled cache ÷ with the local caches (< 1: pooling saves).
+
+        Both are :func:`trace_prefill_flops` less :func:`prefill_flops_saved`
+        by each request's hit; at a fixed FLOP/s the same ratio holds for prefill GPU time.
+        """
+        total = trace_prefill_flops(self.trace, model)
+        left_global = total - prefill_flops_saved(model, self.global_hit_tokens).sum()
+        left_local = total - prefill_flops_saved(model, self.local_hit_tokens).sum()
+        return float(left_global / left_local)
+
+    @property
+    def ratio(self) -> float:
+        """``global_hit_rate / local_hit_rate`` (``inf`` if the local caches never hit)."""
+        if self.local_hit_rate == 0:
+            return math.inf
+        return self.global_hit_rate / self.local_hit_rate
+
+
+def local_vs_global(
+    trace: Trace,
+    n_nodes: int,
+    capacity_tokens: float,
+    *,
+    prefill_tokens_per_s: float,
+    routing: str = "cache-aware",
+    block_tokens: int = TRACE_BLOCK_TOKENS,
+    distances: StackDistances | None = None,
+) -> LocalGlobal:
+    """Replay ``trace`` over ``n_nodes`` nodes, each with a private LRU prefix cache, and pooled.
+
+    Local: each request goes to the node with the earliest estimated first
+    token, ``queue + (prompt - cached prefix) / prefill_tokens_per_s``, the
+    rule of Mooncake's scheduler (FAST'25, Algorithm 1, without transfers):
+    a node that holds a longer prefix wins unless its queue outweighs the
+    prefill it saves; ties go to the lowest-numbered node. Each node
+    prefills one request at a time at ``prefill_tokens_per_s``, starting
+    at the request's arrival (``trace.timestamps``) or when its previous one
+    ends. With ``routing="round-robin"`` request ``i`` goes to node
+    ``i % n_nodes`` instead, blind to caches and load. The node serves the hit from its own cache and then holds all the
+    request's blocks (touched last block first, LRU, as in
+    :func:`simulate_prefix_cache`). Global: one LRU cache of
+    ``n_nodes * capacity_tokens`` that every node reads
+    (:func:`hit_rate_curve`), transfers not modelled.
+
+    Parameters
+    ----------
+    trace : Trace
+    n_nodes : int
+        Nodes, >= 1.
+    capacity_tokens : float
+        Cache per node, tokens, > 0.
+    prefill_tokens_per_s : float
+        Prompt tokens one node prefills per second, > 0: sets how much load
+        the routing weighs against cache affinity.
+    routing : {"cache-aware", "round-robin"}
+    block_tokens : int
+        Tokens per block, a multiple of the trace's.
+    distances : StackDistances, optional
+        ``stack_distances(trace, block_tokens=block_tokens)`` if already
+        computed (saves recomputing it for the pooled cache).
+
+    Returns
+    -------
+    LocalGlobal
+    """
+    trace = _check_trace(trace)
+    n_nodes = _validate.positive_int("n_nodes", n_nodes)
+    rate = _validate.positive("prefill_tokens_per_s", prefill_tokens_per_s)
+    routing = _validate.name("routing", routing)
+    if routing not in ("cache-aware", "round-robin"):
+        raise ValueError(
+            f"routing {routing!r} is not supported; choose 'cache-aware' or 'round-robin'"
+        )
+    block_tokens, ids, offsets = _group(trace, block_tokens)
+    capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
+    lengths = trace.input_lengths.tolist()
+    arrivals = (trace.timestamps / 1e3).tolist()  # s
+    ids_list = ids.tolist()
+    off = offsets.tolist()
+    caches: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(n_nodes)]
+    free_at = [0.0] * n_nodes  # s, when each node finishes its queue
+    load = [0] * n_nodes
+    hits = np.zeros(trace.n_requests, dtype=np.int64)
+    for r in range(trace.n_requests):
+        blocks = ids_list[off[r] : off[r + 1]]
+        now, length = arrivals[r], lengths[r]
+        best, best_ttft, best_hit = 0, math.inf, 0
+        nodes = range(n_nodes) if routing == "cache-aware" else (r % n_nodes,)
+        for node in nodes:
+            cache, k = caches[node], 0
+            for b in blocks:
+                if b not in cache:
+                    break
+                k += 1
+            hit = min(k * block_tokens, length)
+            ttft = max(free_at[node] - now, 0.0) + (length - hit) / rate
+            if ttft < best_ttft:
+                best, best_ttft, best_hit = node, ttft, hit
+        hits[r] = best_hit
+        load[best] += length
+        free_at[best] = now + best_ttft
+        cache = caches[best]
+        for b in reversed(blocks):
+            if b in cache:
+                cache.move_to_end(b)
+            else:
+                cache[b] = None
+        while len(cache) > capacity:
+            cache.popitem(last=False)
+    pooled = n_nodes * float(capacity_tokens)
+    if distances is None:
+        distances = stack_distances(trace, block_tokens=block_tokens)
+    elif (
+        not isinstance(distances, StackDistances)
+        or distances.block_tokens != block_tokens
+        or distances.n_requests != trace.n_requests
+        or distances.input_tokens != trace.input_tokens
+    ):
+        raise ValueError(
+            "distances must be stack_distances(trace, block_tokens=block_tokens) of this trace"
+        )
+    global_hits = distances.request_hit_tokens(pooled)
+    return LocalGlobal(
+        trace=trace,
+        n_nodes=n_nodes,
+        capacity_tokens=float(capacity_tokens),
+        local_hit_rate=float(hits.sum()) / trace.input_tokens,
+        global_hit_rate=float(global_hits.sum()) / trace.input_tokens,
+        load_imbalance=max(load) / (sum(load) / n_nodes),
+        local_hit_tokens=hits,
+        global_hit_tokens=global_hits,
+    )
+
+
+# ---------------------------------------------------------------------------
 # Compute a hit saves
 # ---------------------------------------------------------------------------
 
@@ -992,13 +1276,23 @@ def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.
 
 
 __all__ = [
+    "PAPER_FIG10_GLOBAL_OVER_LOCAL",
+    "PAPER_FIG10_NODES",
+    "PAPER_FIG10_PREFILL_TIME_RATIO",
+    "PAPER_FIG9_LOCAL_TOKENS",
+    "PAPER_FIG9_NEAR_MAX_TOKENS",
+    "PAPER_FIG9_SHARE_AT_3M",
+    "PAPER_TABLE2",
     "CacheStats",
+    "LocalGlobal",
     "StackDistances",
     "Trace",
     "capacity_for_fraction",
     "hit_rate_curve",
+    "hit_rate_definitions",
     "load_trace",
     "load_traces",
+    "local_vs_global",
     "prefill_flops_saved",
     "simulate_prefix_cache",
     "stack_distances",

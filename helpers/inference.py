@@ -27,13 +27,22 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from . import _validate
 from .hardware import Accelerator, get_accelerator
-from .llm import ModelConfig, decode_cost, kv_cache_bytes, prefill_cost, weight_bytes
-from .roofline import TimeBreakdown, breakdown, crossing_batch
+from .llm import (
+    ModelConfig,
+    decode_cost,
+    get_model,
+    kv_cache_bytes,
+    prefill_cost,
+    weight_bytes,
+    weights_read_bytes,
+)
+from .roofline import TimeBreakdown, breakdown, crossing_batch, ridge_point
 
 RESERVE = 0.1
 """Share of device memory kept free in every capacity computation (vLLM's default)."""
@@ -236,14 +245,47 @@ def critical_decode_batch(
     once ``b >= r W / (f - r k)`` with ``r = mfu * peak / bandwidth``; if
     ``f <= r k`` (long contexts: attention reads more than it computes) it
     never is. Splitting over several devices leaves this batch unchanged.
+
+    Mixture of experts: ``W`` is no longer fixed. A step reads the experts
+    its ``b`` tokens touch (:func:`helpers.llm.weights_read_bytes`), which grow
+    with ``b`` until all are touched, while its FLOP follow the active
+    parameters only; the crossing, found by bisection on the (real) batch, is
+    therefore far larger than for a dense model of the same active size.
     """
     context = _validate.non_negative_int("context", context)
-    return crossing_batch(
-        lambda b: decode_cost(model, context, batch=b, dtype=dtype),
-        acc,
-        dtype=dtype,
-        mfu=mfu,
-    )
+    m = get_model(model)
+    if m.moe is None:
+        return crossing_batch(
+            lambda b: decode_cost(m, context, batch=b, dtype=dtype),
+            acc,
+            dtype=dtype,
+            mfu=mfu,
+        )
+    mfu = _validate.fraction("mfu", mfu)
+    ridge = mfu * ridge_point(acc, dtype=dtype)
+    one = decode_cost(m, context, batch=1, dtype=dtype)
+    per_seq = one.bytes - weights_read_bytes(m, 1, dtype=dtype)
+    if one.flops <= ridge * per_seq:
+        return math.inf
+
+    def surplus(
+        b: float,
+    ) -> float:  # compute time minus memory time, in units of 1/bandwidth
+        return (
+            b * one.flops / ridge - weights_read_bytes(m, b, dtype=dtype) - b * per_seq
+        )
+
+    hi = 1.0
+    while surplus(hi) < 0:  # convex in b and negative at 0: one crossing
+        hi *= 2
+    lo = 0.0
+    while hi - lo > 1e-6 * hi:
+        mid = (lo + hi) / 2
+        if surplus(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,21 @@ For the linear layers alone (short prefixes) the rule is the source text's:
 fetch when ``peak FLOP/s / bandwidth < c * d_model`` with
 ``c = linear_flops_per_token / (d_model * kv_bytes_per_token)``; see
 :func:`hidden_size_constant`.
+
+The choice need not be binary. Fetching and recomputing use different
+engines (the NIC and the tensor cores), so they can run at once:
+
+* **layer-wise pipelining** (:func:`pipelined_time`): layer ``l``'s
+  computation starts as soon as layer ``l``'s KV has arrived, while layer
+  ``l + 1``'s is still in flight, as Mooncake streams the cache;
+* **splitting the prefix** (:func:`best_split`): recompute its first
+  ``r`` tokens while the last ``n - r`` load (Cake, arXiv:2410.03065).
+
+Real links deliver less than their line rate, and Mooncake notes that its
+transfer stages do not overlap perfectly; both are explicit parameters here
+(``efficiency`` of :func:`transfer_time`, ``overlap`` and ``efficiency`` of
+:func:`reuse_bandwidth_threshold`), with the paper's measurements in
+:data:`MOONCAKE_TRANSFER_ENGINE`.
 """
 
 from __future__ import annotations
@@ -19,6 +34,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
+
+import numpy as np
 
 from . import _validate
 from .hardware import Accelerator, Link, get_link
@@ -47,6 +64,46 @@ datasheet peak, the most favourable case for recomputing).
 """
 
 
+@dataclass(frozen=True)
+class MeasuredTransfer:
+    """A transfer rate measured on real links, against their line rate.
+
+    Attributes
+    ----------
+    setup : str
+        What was measured (NICs per node and their speed).
+    line_rate : float
+        Aggregate line rate of the links, bytes/s.
+    achieved : float
+        Bandwidth the measurement reached, bytes/s.
+    source : str
+        Where the figure is published.
+    """
+
+    setup: str
+    line_rate: float
+    achieved: float
+    source: str
+
+    @property
+    def efficiency(self) -> float:
+        """``achieved / line_rate``: the ``efficiency`` to pass to :func:`transfer_time`."""
+        return self.achieved / self.line_rate
+
+
+_MOONCAKE_FIG12 = (
+    "Qin et al., Mooncake, FAST'25, section 5.4.1 and Fig. 12 (40 GB transfers)"
+)
+
+MOONCAKE_TRANSFER_ENGINE: tuple[MeasuredTransfer, ...] = (
+    MeasuredTransfer("4 x 200 Gb/s RDMA NICs", 4 * 200e9 / 8, 87e9, _MOONCAKE_FIG12),
+    MeasuredTransfer("8 x 400 Gb/s RDMA NICs", 8 * 400e9 / 8, 190e9, _MOONCAKE_FIG12),
+)
+"""Mooncake's Transfer Engine: 87 GB/s on 4 x 200 Gb/s (87 % of line rate) and
+190 GB/s on 8 x 400 Gb/s (47.5 %). Measured by the paper's authors on their
+testbed, not in this book."""
+
+
 def transfer_time(
     model: str | ModelConfig,
     tokens: int,
@@ -54,17 +111,21 @@ def transfer_time(
     *,
     dtype: str = "bf16",
     n_links: int = 1,
+    efficiency: float = 1.0,
 ) -> float:
-    """Seconds to fetch the KV cache of ``tokens`` tokens: ``latency + bytes / (n_links * bandwidth)``.
+    """Seconds to fetch the KV cache of ``tokens`` tokens: ``latency + bytes / (efficiency * n_links * bandwidth)``.
 
     ``link`` is a catalog :class:`~helpers.hardware.Link`, its name, or a
     tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
-    ``as_link``).
+    ``as_link``). ``efficiency`` in (0, 1] is the share of the line rate a
+    transfer actually gets (1 = line rate, the most favourable case for
+    fetching; Mooncake measured 0.87 and 0.475, :data:`MOONCAKE_TRANSFER_ENGINE`).
     """
     chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
     n_links = _validate.positive_int("n_links", n_links)
+    efficiency = _validate.fraction("efficiency", efficiency)
     return chosen.latency + kv_cache_bytes(model, tokens, dtype=dtype) / (
-        n_links * chosen.bandwidth
+        efficiency * n_links * chosen.bandwidth
     )
 
 
@@ -75,12 +136,24 @@ def reuse_bandwidth_threshold(
     *,
     dtype: str = "bf16",
     coefficients: tuple[float, float] | None = None,
+    overlap: float = 1.0,
+    efficiency: float = 1.0,
 ) -> float:
-    """Least loading bandwidth (bytes/s) at which reusing a cached prefix beats recomputing it.
+    """Least link line rate (bytes/s) at which reusing a cached prefix beats recomputing it.
 
-    Mooncake (Qin et al., FAST'25), Eq. 1-2: the prefix's KV cache must
-    arrive no slower than the GPUs (``compute_flops`` FLOP/s in all) could
-    recompute it, so ``B = kv_bytes(n) * compute_flops / flops(n)``.
+    Mooncake (Qin et al., FAST'25), section 2.2, Eq. 1-2: the prefix's KV
+    cache must arrive no slower than the GPUs (``compute_flops`` FLOP/s in
+    all) could recompute it, so ``B = kv_bytes(n) * compute_flops / flops(n)``.
+    That is a floor: the paper adds that "the transfer stages cannot be
+    perfectly overlapped with each other, [so] the actual bandwidth
+    requirement is even higher". Two factors make this explicit, giving
+    ``B * overlap / efficiency``:
+
+    * ``overlap`` (>= 1): how much more bandwidth imperfect overlap of the
+      stages demands (1 = the paper's Eq. 2; its Fig. 13 puts the knee of
+      TTFT near 100 Gb/s, about 2x Eq. 2's value for its testbed);
+    * ``efficiency`` (0, 1]: the share of the line rate the transfer engine
+      reaches (:data:`MOONCAKE_TRANSFER_ENGINE`).
 
     Parameters
     ----------
@@ -95,15 +168,25 @@ def reuse_bandwidth_threshold(
         Use the paper's Eq. 1 literally, ``flops(n) = l (a n^2 d + b n d^2)``
         (the paper gives ``a = 4, b = 22`` for LLaMA3-70B). By default the
         FLOP come from :func:`helpers.llm.prefill_cost` for the model's config.
+    overlap : float
+        Factor (>= 1) for imperfectly overlapped stages.
+    efficiency : float
+        Achieved share of the line rate, in (0, 1].
     """
     m = get_model(model)
     n = _validate.positive_int("prefix_tokens", prefix_tokens)
     compute_flops = _validate.positive("compute_flops", compute_flops)
+    overlap = _validate.positive("overlap", overlap)
+    if overlap < 1:
+        raise ValueError(f"overlap must be >= 1, got {overlap!r}")
+    efficiency = _validate.fraction("efficiency", efficiency)
     if coefficients is None:
         flops = prefill_cost(m, n, dtype=dtype).flops
     else:
         flops = mooncake_prefill_flops(m, n, coefficients=coefficients)
-    return kv_cache_bytes(m, n, dtype=dtype) * compute_flops / flops
+    return (
+        kv_cache_bytes(m, n, dtype=dtype) * compute_flops / flops * overlap / efficiency
+    )
 
 
 def mooncake_prefill_flops(
@@ -341,3 +424,114 @@ def recompute_window(
         else:
             lo = mid + 1
     return lo, last
+
+
+def pipelined_time(
+    fetch_s: float | np.ndarray, compute_s: float | np.ndarray, stages: int
+) -> float | np.ndarray:
+    """Time of fetch and compute pipelined over ``stages`` equal stages (e.g. layers).
+
+    Stage ``i``'s compute needs stage ``i``'s fetch; the fetch of stage
+    ``i + 1`` overlaps the compute of stage ``i`` (layer-wise streaming, as in
+    Mooncake). With per-stage times ``f = fetch_s / stages`` and
+    ``c = compute_s / stages`` the total is ``f + c + (stages - 1) * max(f, c)``
+    ``= max(fetch_s, compute_s) + min(fetch_s, compute_s) / stages``: the
+    serial sum for one stage, approaching ``max(fetch_s, compute_s)`` as the
+    stages multiply. So a fetch no longer than the computation it feeds
+    costs only one stage's worth of time. Assumes equal stages and that
+    fetching does not slow computing (separate engines: NIC and tensor cores).
+    Vectorised over ``fetch_s`` and ``compute_s`` (seconds, >= 0).
+    """
+    stages = _validate.positive_int("stages", stages)
+    f = np.asarray(fetch_s, dtype=float)
+    c = np.asarray(compute_s, dtype=float)
+    for name, value in (("fetch_s", f), ("compute_s", c)):
+        if np.any(~np.isfinite(value)) or np.any(value < 0):
+            raise ValueError(f"{name} must be finite and >= 0")
+    f, c = f / stages, c / stages
+    result = f + c + (stages - 1) * np.maximum(f, c)
+    return float(result) if result.ndim == 0 else result
+
+
+@dataclass(frozen=True)
+class Split:
+    """The best way to split a cached prefix between recomputing and fetching.
+
+    Attributes
+    ----------
+    recompute_tokens : int
+        The prefix's first tokens, recomputed on the GPUs.
+    fetch_tokens : int
+        Its remaining tokens, whose KV cache is fetched meanwhile.
+    seconds : float
+        ``max(recompute_s, fetch_s)``: both run at once.
+    recompute_s, fetch_s : float
+        Time of each part.
+    """
+
+    recompute_tokens: int
+    fetch_tokens: int
+    seconds: float
+    recompute_s: float
+    fetch_s: float
+
+
+def best_split(
+    model: str | ModelConfig,
+    tokens: int,
+    acc: str | Accelerator,
+    link: str | Link,
+    *,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    mfu: float = 1.0,
+    n_links: int = 1,
+    efficiency: float = 1.0,
+) -> Split:
+    """Recompute the first ``r`` tokens of a ``tokens``-token prefix while the other ``n - r`` load: the best ``r``.
+
+    Recomputing the first ``r`` tokens is prefilling a prompt of ``r``
+    tokens, ``R(r) = recompute_time(r)`` (their causal attention covers only
+    themselves, ``r (r + 1) / 2`` pairs; the later tokens' keys are not
+    needed); fetching the rest costs its bytes, ``T(n - r) =
+    transfer_time(n - r)``. The GPUs and the link work at once, so the
+    prefix is ready after ``max(R(r), T(n - r))``. ``R`` rises with ``r``
+    and ``T(n - r)`` falls, so the maximum is smallest where they cross:
+    the best ``r`` is the last one with ``R(r) <= T(n - r)`` or the next
+    one, found by bisection. ``r = 0`` is fetching alone (:func:`transfer_time`),
+    ``r = n`` recomputing alone (:func:`recompute_time`), and the split is
+    never slower than either. Options as in :func:`breakeven`, plus the
+    link ``efficiency`` of :func:`transfer_time`.
+
+    Llama-3-70B, 4,096 tokens, 8 x H100 at peak, one 100 GbE link:
+    recompute alone 73.6 ms, fetch alone 107.4 ms, the best split
+    recomputes 2,445 tokens and fetches 1,651 in 43.3 ms.
+    """
+    n = _validate.positive_int("tokens", tokens)
+
+    def recompute(r: int) -> float:
+        if r == 0:
+            return 0.0
+        return recompute_time(model, r, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+
+    def fetch(r: int) -> float:
+        if r == n:
+            return 0.0
+        return transfer_time(
+            model, n - r, link, dtype=dtype, n_links=n_links, efficiency=efficiency
+        )
+
+    lo, hi = 0, n  # recompute(lo) <= fetch(lo); find the last such r
+    if recompute(n) <= fetch(n):
+        lo = n
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if recompute(mid) <= fetch(mid):
+                lo = mid
+            else:
+                hi = mid
+    candidates = {lo, min(lo + 1, n)}
+    best = min(candidates, key=lambda r: (max(recompute(r), fetch(r)), r))
+    r_s, f_s = recompute(best), fetch(best)
+    return Split(best, n - best, max(r_s, f_s), r_s, f_s)

@@ -109,13 +109,17 @@ def kv_message_bytes(
     """Sizes in bytes of the messages that carry a KV cache: keys then values of each layer.
 
     ``2 * n_layers`` messages of ``batch * tokens * n_kv_heads * head_dim * bytes`` each;
-    they add up to ``batch * tokens * helpers.llm.kv_cache_bytes_per_token``.
+    they add up to ``batch * tokens * helpers.llm.kv_cache_bytes_per_token``. With
+    multi-head latent attention a layer's cache is one tensor (latent and rotary
+    key together): ``n_layers`` messages of ``batch * tokens * (kv_lora_rank +
+    qk_rope_head_dim) * bytes``.
     """
     m = get_model(model)
     tokens = _validate.positive_int("tokens", tokens)
     batch = _validate.positive_int("batch", batch)
-    one = batch * tokens * m.kv_dim * dtype_bytes(dtype)
-    sizes = (one,) * (2 * m.n_layers)
+    per_layer = 1 if m.mla is not None else 2
+    one = batch * tokens * (m.kv_elements_per_layer // per_layer) * dtype_bytes(dtype)
+    sizes = (one,) * (per_layer * m.n_layers)
     assert sum(sizes) == batch * tokens * kv_cache_bytes_per_token(m, dtype=dtype)
     return sizes
 

@@ -11,12 +11,25 @@ Counting rules, used everywhere in the book:
   (activations between layers are ignored: they are small next to either).
 
 Norms, rotary embeddings and softmax are elementwise and left out.
+
+Two architectures change this arithmetic and are modelled explicitly:
+
+* **multi-head latent attention** (MLA, DeepSeek-V2/V3): each layer caches
+  one compressed latent of ``kv_lora_rank`` elements plus a shared rotary key
+  of ``qk_rope_head_dim`` elements per token, instead of ``2 * kv_dim``
+  (:class:`LatentAttention`);
+* **mixture of experts** (MoE): the MLP of most layers is ``n_routed``
+  experts of which each token uses ``top_k`` (plus ``n_shared`` always-on
+  ones), so FLOP follow the *active* parameters and the bytes a decode step
+  reads follow the experts the whole batch touches
+  (:class:`MixtureOfExperts`, :func:`expected_experts_touched`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as _field
 from types import MappingProxyType
 
 import numpy as np
@@ -24,6 +37,77 @@ import numpy as np
 from . import _validate
 from .hardware import dtype_bytes
 from .ops import Cost
+
+
+@dataclass(frozen=True)
+class LatentAttention:
+    """Multi-head latent attention (MLA) shapes, as in DeepSeek-V3's ``config.json``.
+
+    Attributes
+    ----------
+    kv_lora_rank : int
+        Width of the compressed KV latent ``c_KV`` cached per token and layer.
+    qk_rope_head_dim : int
+        Width of the rotary key part, shared by all heads and cached beside the latent.
+    qk_nope_head_dim : int
+        Per-head width of the non-rotary query/key part (decompressed from the latent).
+    v_head_dim : int
+        Per-head width of the values (decompressed from the latent).
+    q_lora_rank : int
+        Width of the compressed query (0: queries projected directly from ``d_model``).
+    """
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int = 0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "kv_lora_rank",
+            "qk_rope_head_dim",
+            "qk_nope_head_dim",
+            "v_head_dim",
+        ):
+            _validate.positive_int(name, getattr(self, name))
+        _validate.non_negative_int("q_lora_rank", self.q_lora_rank)
+
+
+@dataclass(frozen=True)
+class MixtureOfExperts:
+    """Mixture-of-experts MLP shapes, as in DeepSeek-V3's ``config.json``.
+
+    Attributes
+    ----------
+    n_routed : int
+        Routed experts per MoE layer (``n_routed_experts``).
+    top_k : int
+        Routed experts each token uses (``num_experts_per_tok``).
+    d_ff_expert : int
+        Hidden width of one expert's gated MLP (``moe_intermediate_size``).
+    n_shared : int
+        Experts every token uses (``n_shared_experts``).
+    first_dense_layers : int
+        Leading layers with a dense MLP of width ``ModelConfig.d_ff``
+        instead (``first_k_dense_replace``).
+    """
+
+    n_routed: int
+    top_k: int
+    d_ff_expert: int
+    n_shared: int = 0
+    first_dense_layers: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_routed", "top_k", "d_ff_expert"):
+            _validate.positive_int(name, getattr(self, name))
+        _validate.non_negative_int("n_shared", self.n_shared)
+        _validate.non_negative_int("first_dense_layers", self.first_dense_layers)
+        if self.top_k > self.n_routed:
+            raise ValueError(
+                f"top_k ({self.top_k}) must not exceed n_routed ({self.n_routed})"
+            )
 
 
 @dataclass(frozen=True)
@@ -45,6 +129,11 @@ class ModelConfig:
     nominal_params : float or None
         The size in the model's published name (``7e9`` for "Llama-2-7B"),
         which :func:`param_count` should round to; ``None`` if it has none.
+    mla : LatentAttention or None
+        Multi-head latent attention instead of MHA/GQA (``head_dim`` is then
+        the query-key head width, ``qk_nope_head_dim + qk_rope_head_dim``).
+    moe : MixtureOfExperts or None
+        Mixture-of-experts MLP in all but ``moe.first_dense_layers`` layers.
     """
 
     name: str
@@ -59,6 +148,8 @@ class ModelConfig:
     tied_embeddings: bool = False
     source: str = ""
     nominal_params: float | None = None
+    mla: LatentAttention | None = _field(default=None, kw_only=True)
+    moe: MixtureOfExperts | None = _field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _validate.name("name", self.name)
@@ -80,6 +171,67 @@ class ModelConfig:
             raise ValueError(
                 f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})"
             )
+        if self.mla is not None and not isinstance(self.mla, LatentAttention):
+            raise TypeError(f"mla must be a LatentAttention, got {self.mla!r}")
+        if self.moe is not None:
+            if not isinstance(self.moe, MixtureOfExperts):
+                raise TypeError(f"moe must be a MixtureOfExperts, got {self.moe!r}")
+            if self.moe.first_dense_layers > self.n_layers:
+                raise ValueError(
+                    f"moe.first_dense_layers ({self.moe.first_dense_layers}) exceeds n_layers ({self.n_layers})"
+                )
+
+    @property
+    def attention_kind(self) -> str:
+        """``"MHA"``, ``"GQA"``, ``"MQA"`` or ``"MLA"``."""
+        if self.mla is not None:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def kv_elements_per_layer(self) -> int:
+        """Elements of KV cache one token adds in one layer.
+
+        ``2 * kv_dim`` (a key and a value per KV head); with MLA, the latent
+        and the rotary key, ``kv_lora_rank + qk_rope_head_dim`` (576 for
+        DeepSeek-V3, against 2,048 for Llama-3-70B's GQA-8).
+        """
+        if self.mla is not None:
+            return self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
+        return 2 * self.kv_dim
+
+    def attention_flops_per_pair(self, *, absorbed: bool = False) -> float:
+        """FLOP of one query-key pair in one layer: its score and its weighted value.
+
+        MHA/GQA: ``4 * q_dim`` (2 FLOP per multiply-accumulate, every query head).
+        MLA computes it in one of two ways:
+
+        * materialised (``absorbed=False``, how prefills run): keys and values
+          are decompressed per head, ``2 h (qk_nope + qk_rope) + 2 h v_head``;
+        * absorbed (``absorbed=True``, how decode kernels such as FlashMLA
+          run): the up-projections are folded into the query and the output,
+          so each head scores the cached latent and rotary key directly and
+          weights the latent, ``2 h (kv_lora + qk_rope) + 2 h kv_lora``
+          (278,528 for DeepSeek-V3). The folded projections are the same
+          weights, so the linear FLOP per token do not change.
+
+        ``absorbed`` has no effect on MHA/GQA.
+        """
+        _validate.boolean("absorbed", absorbed)
+        a = self.mla
+        if a is None:
+            return 4.0 * self.q_dim
+        h = self.n_heads
+        if absorbed:
+            return (
+                2.0 * h * (a.kv_lora_rank + a.qk_rope_head_dim)
+                + 2.0 * h * a.kv_lora_rank
+            )
+        return (
+            2.0 * h * (a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * h * a.v_head_dim
+        )
 
     @property
     def gqa_group(self) -> int:
@@ -100,16 +252,84 @@ class ModelConfig:
         """Weights of one block's attention projections.
 
         ``W_Q`` and ``W_O`` hold ``d * q_dim`` each, ``W_K`` and ``W_V`` ``d * kv_dim`` each.
+        With MLA: the query down- and up-projections (or one ``d x h*qk``
+        matrix when ``q_lora_rank`` is 0), the KV down-projection to
+        ``kv_lora + qk_rope``, the up-projection from the latent to every
+        head's non-rotary key and value, and ``W_O`` (``h * v_head x d``).
         """
-        return 2 * self.d_model * self.q_dim + 2 * self.d_model * self.kv_dim
+        a = self.mla
+        d = self.d_model
+        if a is None:
+            return 2 * d * self.q_dim + 2 * d * self.kv_dim
+        h = self.n_heads
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        q = d * h * qk if a.q_lora_rank == 0 else a.q_lora_rank * (d + h * qk)
+        kv = d * (a.kv_lora_rank + a.qk_rope_head_dim)
+        kv += a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim)
+        return q + kv + h * a.v_head_dim * d
 
     def mlp_weights(self) -> int:
-        """Weights of one block's MLP: ``3 * d * d_ff`` if gated (gate, up, down), else ``2 * d * d_ff``."""
+        """Weights of one dense MLP: ``3 * d * d_ff`` if gated (gate, up, down), else ``2 * d * d_ff``."""
         return (3 if self.gated_mlp else 2) * self.d_model * self.d_ff
 
+    def expert_weights(self) -> int:
+        """Weights of one expert of a MoE layer (a gated MLP of width ``moe.d_ff_expert``); 0 without MoE."""
+        if self.moe is None:
+            return 0
+        return (3 if self.gated_mlp else 2) * self.d_model * self.moe.d_ff_expert
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 for a dense model)."""
+        return 0 if self.moe is None else self.n_layers - self.moe.first_dense_layers
+
+    def _extra_norms(self) -> int:
+        """Norm weights inside one block besides its two RMSNorms (MLA's latent norms)."""
+        a = self.mla
+        return 0 if a is None else a.kv_lora_rank + a.q_lora_rank
+
+    def _router_weights(self) -> int:
+        """One MoE layer's router: a ``d x n_routed`` matrix and a bias per expert."""
+        return 0 if self.moe is None else (self.d_model + 1) * self.moe.n_routed
+
     def layer_weights(self) -> int:
-        """Weights of one transformer block's matmuls (attention + MLP), excluding norms."""
+        """Weights of one transformer block's matmuls (attention + MLP), excluding norms.
+
+        Dense models only: the blocks of a MoE model differ (see
+        :meth:`block_weights` and :meth:`active_block_weights`).
+        """
+        if self.moe is not None:
+            raise ValueError(
+                f"{self.name} is a mixture of experts: its blocks differ; use block_weights() "
+                "or active_block_weights()"
+            )
         return self.attention_weights() + self.mlp_weights()
+
+    def _blocks(self, experts_per_moe_layer: float) -> float:
+        """Matmul weights of all blocks when each MoE layer holds ``experts_per_moe_layer`` experts."""
+        if self.moe is None:
+            return float(
+                self.n_layers * (self.attention_weights() + self.mlp_weights())
+            )
+        dense = self.moe.first_dense_layers
+        moe_layer = (
+            self._router_weights() + experts_per_moe_layer * self.expert_weights()
+        )
+        return (
+            self.n_layers * self.attention_weights()
+            + dense * self.mlp_weights()
+            + self.n_moe_layers * moe_layer
+        )
+
+    def block_weights(self) -> int:
+        """Matmul weights of all blocks (every expert counted), excluding norms."""
+        n = 0 if self.moe is None else self.moe.n_routed + self.moe.n_shared
+        return int(self._blocks(n))
+
+    def active_block_weights(self) -> int:
+        """Matmul weights of all blocks that one token uses: ``top_k + n_shared`` experts per MoE layer."""
+        n = 0 if self.moe is None else self.moe.top_k + self.moe.n_shared
+        return int(self._blocks(n))
 
 
 def _hf(repo: str) -> str:
@@ -180,6 +400,33 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 source=_hf("meta-llama/Meta-Llama-3-70B"),
                 nominal_params=70e9,
             ),
+            ModelConfig(
+                "deepseek-v3",
+                61,
+                7168,
+                128,
+                128,
+                192,  # qk_nope_head_dim + qk_rope_head_dim
+                18432,  # the dense MLP of the first three layers
+                129280,
+                source=_hf("deepseek-ai/DeepSeek-V3")
+                + "; DeepSeek-AI (2024), DeepSeek-V3 Technical Report, arXiv:2412.19437",
+                nominal_params=671e9,
+                mla=LatentAttention(
+                    kv_lora_rank=512,
+                    qk_rope_head_dim=64,
+                    qk_nope_head_dim=128,
+                    v_head_dim=128,
+                    q_lora_rank=1536,
+                ),
+                moe=MixtureOfExperts(
+                    n_routed=256,
+                    top_k=8,
+                    d_ff_expert=2048,
+                    n_shared=1,
+                    first_dense_layers=3,
+                ),
+            ),
         )
     }
 )
@@ -204,11 +451,59 @@ def get_model(name: str | ModelConfig) -> ModelConfig:
 
 
 def param_count(model: str | ModelConfig) -> int:
-    """Total parameters: embeddings, blocks (with their two RMSNorms), final norm, lm_head."""
+    """Total parameters: embeddings, blocks (with their norms; every expert), final norm, lm_head.
+
+    DeepSeek-V3: 671.0 B (its technical report: 671 B, without the
+    multi-token-prediction module).
+    """
     m = get_model(model)
     embeddings = m.vocab_size * m.d_model * (1 if m.tied_embeddings else 2)
-    blocks = m.n_layers * (m.layer_weights() + 2 * m.d_model)
-    return embeddings + blocks + m.d_model
+    norms = m.n_layers * (2 * m.d_model + m._extra_norms())
+    return embeddings + m.block_weights() + norms + m.d_model
+
+
+def active_param_count(model: str | ModelConfig) -> int:
+    """Parameters one token computes with: its blocks' active weights, the norms and the lm_head.
+
+    For a MoE model each MoE layer counts ``top_k + n_shared`` experts; the
+    input embedding table is left out (a token looks up one row of it and
+    multiplies none), as DeepSeek counts it: DeepSeek-V3 has 36.6 B active
+    parameters "including 0.9 B for the output head", the "37 B activated"
+    of its technical report. For a dense model, :func:`param_count` less the
+    embedding table (or the same when embeddings are tied, since the tied
+    matrix serves as the lm_head).
+    """
+    m = get_model(model)
+    head = m.vocab_size * m.d_model
+    norms = m.n_layers * (2 * m.d_model + m._extra_norms())
+    return m.active_block_weights() + norms + m.d_model + head
+
+
+def expected_experts_touched(
+    model: str | ModelConfig, tokens: float | np.ndarray
+) -> float | np.ndarray:
+    """Expected distinct routed experts that ``tokens`` tokens use in one MoE layer.
+
+    ``E * (1 - (1 - k / E) ** tokens)`` for ``E`` routed experts of which each
+    token picks ``k``, **assuming uniform, independent routing**: each
+    expert is picked by a token with probability ``k / E`` independently of
+    the other tokens (a token's ``k`` picks are distinct, which this marginal
+    already accounts for). Real routers are skewed, and correlated tokens of
+    one sequence tend to share experts, so a real batch touches fewer; the
+    shared experts (always used) are not included. DeepSeek-V3 (``E = 256``,
+    ``k = 8``): 8 experts for one token, 57.4 for 8, 255.9 for 256. A dense
+    model has no routed experts: 0. Vectorised over ``tokens`` (>= 0, may be fractional).
+    """
+    m = get_model(model)
+    t = np.asarray(tokens, dtype=float)
+    if np.any(~np.isfinite(t)) or np.any(t < 0):
+        raise ValueError(f"tokens must be finite and >= 0, got {tokens!r}")
+    if m.moe is None:
+        result = np.zeros_like(t)
+    else:
+        e, k = m.moe.n_routed, m.moe.top_k
+        result = e * (1.0 - (1.0 - k / e) ** t)
+    return float(result) if result.ndim == 0 else result
 
 
 def weight_bytes(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
@@ -216,13 +511,37 @@ def weight_bytes(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
     return float(param_count(model) * dtype_bytes(dtype))
 
 
-def kv_cache_bytes_per_token(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
-    """Bytes of KV cache one token adds: ``2 * n_layers * n_kv_heads * head_dim * bytes``.
+def weights_read_bytes(
+    model: str | ModelConfig, tokens: float, *, dtype: str = "bf16"
+) -> float:
+    """Bytes of block weights and lm_head one forward pass over ``tokens`` tokens reads (each weight once).
 
-    For Llama-2-70B in bf16: ``2 * 80 * 8 * 128 * 2 = 327,680`` bytes.
+    A dense model reads every block weight whatever the batch. A MoE model
+    reads the attention, the dense layers, the routers and the shared experts,
+    plus in each MoE layer only the routed experts the tokens touch
+    (:func:`expected_experts_touched`): for a decode step of ``b`` sequences
+    the weights read grow with ``b`` until every expert is touched, which
+    moves the critical batch (:func:`helpers.inference.critical_decode_batch`).
     """
     m = get_model(model)
-    return float(2 * m.n_layers * m.kv_dim * dtype_bytes(dtype))
+    tokens = _validate.non_negative("tokens", tokens)
+    width = dtype_bytes(dtype)
+    experts = 0.0
+    if m.moe is not None:
+        experts = m.moe.n_shared + expected_experts_touched(m, tokens)
+    return m._blocks(experts) * width + _lm_head_bytes(m, width)
+
+
+def kv_cache_bytes_per_token(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
+    """Bytes of KV cache one token adds: ``n_layers * kv_elements_per_layer * bytes``.
+
+    ``2 * n_layers * n_kv_heads * head_dim * bytes`` for MHA/GQA: for
+    Llama-2-70B in bf16, ``2 * 80 * 8 * 128 * 2 = 327,680`` bytes. With MLA,
+    ``n_layers * (kv_lora_rank + qk_rope_head_dim) * bytes``: for
+    DeepSeek-V3 in bf16, ``61 * 576 * 2 = 70,272`` bytes.
+    """
+    m = get_model(model)
+    return float(m.n_layers * m.kv_elements_per_layer * dtype_bytes(dtype))
 
 
 def kv_cache_bytes(
@@ -239,27 +558,29 @@ def kv_cache_bytes(
 
 
 def linear_flops_per_token(model: str | ModelConfig) -> float:
-    """FLOP of the weight matmuls for one token through all blocks (no lm_head)."""
+    """FLOP of the weight matmuls for one token through all blocks (no lm_head): ``2 *`` active block weights."""
     m = get_model(model)
-    return 2.0 * m.n_layers * m.layer_weights()
+    return 2.0 * m.active_block_weights()
 
 
 def attention_flops(
-    model: str | ModelConfig, pairs: float | np.ndarray
+    model: str | ModelConfig, pairs: float | np.ndarray, *, absorbed: bool = False
 ) -> float | np.ndarray:
-    """FLOP of attention over ``pairs`` query-key pairs, in all layers: ``4 * n_layers * q_dim * pairs``.
+    """FLOP of attention over ``pairs`` query-key pairs, in all layers: ``n_layers * pairs *`` the per-pair FLOP.
 
-    Each pair costs ``2 * q_dim`` FLOP for its score (``q . k`` in every head)
-    and as much again for its weighted value (``p * v``), at 2 FLOP per
-    multiply-accumulate. A causal prefill of ``t`` tokens has
-    ``t (t + 1) / 2`` pairs; a decode step over ``c`` cached tokens, ``c + 1``.
-    Vectorised over ``pairs`` (>= 0).
+    For MHA/GQA ``4 * n_layers * q_dim * pairs``: each pair costs ``2 * q_dim``
+    FLOP for its score (``q . k`` in every head) and as much again for its
+    weighted value (``p * v``), at 2 FLOP per multiply-accumulate. A causal
+    prefill of ``t`` tokens has ``t (t + 1) / 2`` pairs; a decode step over
+    ``c`` cached tokens, ``c + 1``. ``absorbed`` selects MLA's decode form
+    (:meth:`ModelConfig.attention_flops_per_pair`). Vectorised over ``pairs`` (>= 0).
     """
     m = get_model(model)
+    per_pair = m.n_layers * m.attention_flops_per_pair(absorbed=absorbed)
     if np.ndim(pairs) == 0 and not isinstance(
         pairs, str
     ):  # fast path: prefill_cost calls it per request
-        return 4.0 * m.n_layers * m.q_dim * _validate.non_negative("pairs", pairs)
+        return per_pair * _validate.non_negative("pairs", pairs)
     raw = np.asarray(pairs)
     if (
         raw.dtype.kind not in "iuf"
@@ -268,7 +589,7 @@ def attention_flops(
     values = raw.astype(float)
     if np.any(~np.isfinite(values)) or np.any(values < 0):
         raise ValueError("pairs must be finite and >= 0")
-    return 4.0 * m.n_layers * m.q_dim * values
+    return per_pair * values
 
 
 def attention_crossover_keys(model: str | ModelConfig) -> float:
@@ -290,10 +611,11 @@ def prefill_cost(
 ) -> Cost:
     """Cost of prefilling ``batch`` prompts of ``tokens`` tokens each (no cache to start).
 
-    FLOP: weight matmuls for every token, causal attention
-    (``tokens (tokens + 1) / 2`` pairs per prompt), and the lm_head for the
-    last token of each prompt. Bytes: all block weights and the lm_head once,
-    the embedding rows looked up, and the KV cache written.
+    FLOP: weight matmuls for every token (active weights for MoE), causal
+    attention (``tokens (tokens + 1) / 2`` pairs per prompt; MLA
+    materialised), and the lm_head for the last token of each prompt.
+    Bytes: the block weights the prompts use (:func:`weights_read_bytes`)
+    and the lm_head once, the embedding rows looked up, and the KV cache written.
     """
     m = get_model(model)
     tokens = _validate.positive_int("tokens", tokens)
@@ -303,29 +625,43 @@ def prefill_cost(
     flops = n * linear_flops_per_token(m)
     flops += batch * attention_flops(m, tokens * (tokens + 1) / 2)
     flops += batch * 2.0 * m.d_model * m.vocab_size
-    bytes_ = m.n_layers * m.layer_weights() * width + _lm_head_bytes(m, width)
+    bytes_ = weights_read_bytes(m, n, dtype=dtype)
     bytes_ += n * m.d_model * width  # embedding rows
     bytes_ += n * kv_cache_bytes_per_token(m, dtype=dtype)
     return Cost(flops, float(bytes_))
 
 
 def decode_cost(
-    model: str | ModelConfig, context: int, *, batch: int = 1, dtype: str = "bf16"
+    model: str | ModelConfig,
+    context: int,
+    *,
+    batch: int = 1,
+    dtype: str = "bf16",
+    query_tokens: int = 1,
 ) -> Cost:
-    """Cost of one decode step: ``batch`` sequences each generate one token.
+    """Cost of one decode step: ``batch`` sequences each process ``query_tokens`` new tokens.
 
-    Each new token attends to ``context`` cached tokens plus itself. FLOP:
-    weight matmuls, attention over ``context + 1`` keys, the lm_head. Bytes:
-    all weights once (shared by the batch), each sequence's KV cache read
-    (``context`` tokens) and its new token's KV written.
+    With ``query_tokens = 1`` (plain decoding) each new token attends to
+    ``context`` cached tokens plus itself. With ``s = query_tokens > 1``
+    (speculative decoding verifying ``s - 1`` drafted tokens, or multi-token
+    prediction) the ``i``-th new token attends to ``context + i`` keys, but
+    the cache is still read once per sequence, so FLOP grow ``s``-fold and
+    bytes barely: that is how several query tokens raise the step's
+    arithmetic intensity. FLOP: weight matmuls (active weights for MoE),
+    attention (MLA in its absorbed decode form), the lm_head per new token.
+    Bytes: the weights the ``batch * s`` tokens use, once
+    (:func:`weights_read_bytes`: all of them for a dense model), each
+    sequence's KV cache read (``context`` tokens) and its new tokens' KV written.
     """
     m = get_model(model)
     context = _validate.non_negative_int("context", context)
     batch = _validate.positive_int("batch", batch)
+    s = _validate.positive_int("query_tokens", query_tokens)
     width = dtype_bytes(dtype)
-    per_token = linear_flops_per_token(m) + attention_flops(m, context + 1)
-    flops = batch * (per_token + 2.0 * m.d_model * m.vocab_size)
-    bytes_ = m.n_layers * m.layer_weights() * width + _lm_head_bytes(m, width)
-    bytes_ += batch * m.d_model * width
-    bytes_ += batch * (context + 1) * kv_cache_bytes_per_token(m, dtype=dtype)
-    return Cost(flops, float(bytes_))
+    pairs = s * context + s * (s + 1) / 2
+    flops = batch * s * (linear_flops_per_token(m) + 2.0 * m.d_model * m.vocab_size)
+    flops += batch * attention_flops(m, pairs, absorbed=True)
+    bytes_ = weights_read_bytes(m, batch * s, dtype=dtype)
+    bytes_ += batch * s * m.d_model * width
+    bytes_ += batch * (context + s) * kv_cache_bytes_per_token(m, dtype=dtype)
+    return Cost(float(flops), float(bytes_))

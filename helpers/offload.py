@@ -5,7 +5,10 @@ A decode step has two kinds of work (:func:`decode_split`):
 * **attention**: every sequence reads its *own* KV cache, so its FLOP and
   its bytes both grow with ``batch * context`` and the intensity is a
   constant of the model, ``2 * gqa_group / bytes_per_element`` FLOP/byte
-  (:func:`attention_intensity`), whatever the batch;
+  for MHA/GQA with one query token per step (:func:`attention_intensity`),
+  whatever the batch; multi-head latent attention raises it to about
+  ``4 * n_heads / bytes_per_element``, and ``s_q`` query tokens per step
+  (speculative decoding) multiply either by ``s_q``;
 * **the rest** (weight matmuls, lm_head, embedding rows; "linear" for
   short): the weights are read once for the whole batch, so the intensity
   grows with the batch.
@@ -14,8 +17,11 @@ Attention offload (Chen et al. 2024, "Lamina") puts the linear layers on
 compute-rich GPUs and attention on cheaper memory-rich devices, at the price
 of shipping each sequence's query, new key and new value to the memory
 devices and the attention output back, at every layer
-(:func:`layer_traffic_bytes`). :func:`offload_step_time` adds the three
-times up; :func:`tokens_per_dollar` turns throughput and a *user-supplied*
+(:func:`layer_traffic_bytes`). :func:`offload_step_time` times the three
+parts, with the link counted two ways: a layer's critical path (send, then
+receive) and the link's occupancy when micro-batches pipeline the layers
+over a full-duplex link (each direction carries its own bytes at once);
+:func:`tokens_per_dollar` turns throughput and a *user-supplied*
 price into tokens per dollar. This module ships no prices.
 
 The co-located baseline (everything on the compute GPUs) and the number of
@@ -99,17 +105,31 @@ def decode_split(
     return DecodeSplit(attention, linear)
 
 
-def attention_intensity(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
-    """Arithmetic intensity of decode attention in FLOP/byte: ``2 * gqa_group / bytes_per_element``.
+def attention_intensity(
+    model: str | ModelConfig, *, dtype: str = "bf16", query_tokens: int = 1
+) -> float:
+    """Arithmetic intensity of decode attention in FLOP/byte (long contexts).
 
-    Per cached token and layer a query reads ``2 * kv_dim`` elements (its key
-    and value) and spends ``4 * q_dim`` FLOP on them (score and weighted
-    value, 2 FLOP per multiply-accumulate), so ``4 q_dim / (2 kv_dim * b) =
-    2 * gqa_group / b``. No batch and no context appear: each sequence reads
-    its own cache. For Llama-3-70B (group 8) in bf16: 8 FLOP/byte.
+    Per cached token and layer a sequence reads ``kv_elements_per_layer``
+    elements once, and each of its ``s_q = query_tokens`` new tokens spends
+    :meth:`~helpers.llm.ModelConfig.attention_flops_per_pair` FLOP on them
+    (absorbed form for MLA), so the intensity is
+    ``s_q * flops_per_pair / (kv_elements_per_layer * bytes)``:
+
+    * MHA/GQA: ``4 q_dim s_q / (2 kv_dim b) = 2 * gqa_group * s_q / b``;
+      Llama-3-70B (group 8) in bf16 with one query token: 8 FLOP/byte;
+    * MLA: ``2 h (2 kv_lora + rope) s_q / ((kv_lora + rope) b)``, about
+      ``4 * n_heads * s_q / b`` (``2 h s_q`` in 16-bit); DeepSeek-V3 in bf16: 241.8 FLOP/byte, above
+      the ridge of an H20 (37) and close to an H100's (295): compute-bound
+      territory (FlashMLA's note puts the rule at ``2 h_q s_q``).
+
+    No batch appears (each sequence reads its own cache), and no context
+    either once it is long (the new tokens' own keys are neglected).
     """
     m = get_model(model)
-    return 2.0 * m.gqa_group / dtype_bytes(dtype)
+    s_q = _validate.positive_int("query_tokens", query_tokens)
+    per_pair = m.attention_flops_per_pair(absorbed=True)
+    return s_q * per_pair / (m.kv_elements_per_layer * dtype_bytes(dtype))
 
 
 def layer_traffic_bytes(
@@ -122,9 +142,16 @@ def layer_traffic_bytes(
     appended to the cache there). Received back: the attention output
     (``n_heads * head_dim``). For Llama-3-70B in bf16: sent
     ``(8192 + 2 * 1024) * 2 = 20,480`` bytes, received ``16,384`` bytes.
+    With MLA (absorbed form) the query is ``n_heads * (kv_lora + rope)``
+    wide, the new entry ``kv_lora + rope`` and the output ``n_heads * kv_lora``.
     """
     m = get_model(model)
     width = dtype_bytes(dtype)
+    if m.mla is not None:
+        entry = m.kv_elements_per_layer
+        return float((m.n_heads + 1) * entry * width), float(
+            m.n_heads * m.mla.kv_lora_rank * width
+        )
     return float((m.q_dim + 2 * m.kv_dim) * width), float(m.q_dim * width)
 
 
@@ -160,16 +187,30 @@ class OffloadStep:
     attention_s : float
         Attention on the memory devices (roofline time, sequences split evenly).
     transfer_s : float
-        Traffic of :func:`step_traffic_bytes` over the links, plus two
-        link latencies per layer (one to send, one to receive).
+        The link on the step's critical path without pipelining: every layer
+        sends, then (after attention) receives, so both directions' bytes
+        add up, plus two link latencies per layer.
     traffic_bytes : float
         Bytes moved in the step, both directions together.
+    link_busy_s : float
+        The link's occupancy per step when micro-batches pipeline the layers
+        over a full-duplex link: the two directions carry different
+        micro-batches at once, so the busier direction sets it
+        (``max(sent, received) / bandwidth``; latency overlaps too).
+    linear_pipelined_s : float
+        The linear part when the batch is split into ``micro_batches``
+        micro-batches (to overlap the parts): each re-reads the weights.
+    micro_batches : int
+        Micro-batches assumed by ``linear_pipelined_s`` and :attr:`overlapped_s`.
     """
 
     linear_s: float
     attention_s: float
     transfer_s: float
     traffic_bytes: float
+    link_busy_s: float
+    linear_pipelined_s: float
+    micro_batches: int
 
     @property
     def serial_s(self) -> float:
@@ -178,12 +219,16 @@ class OffloadStep:
 
     @property
     def overlapped_s(self) -> float:
-        """Step time when micro-batches pipeline the three parts perfectly: the slowest part.
+        """Step time when ``micro_batches`` micro-batches pipeline the parts: the slowest busy resource.
 
-        A lower bound: it assumes two or more micro-batches keep every
-        device and link busy at once (Lamina pipelines micro-batches this way).
+        ``max(linear_pipelined_s, attention_s, link_busy_s)``. A bound, not a
+        promise: it assumes the micro-batches keep every device and both
+        directions of the link busy at once and ignores the pipeline's fill
+        and drain (Lamina pipelines micro-batches this way). Splitting into
+        micro-batches makes each re-read the weights, which is why the
+        linear term is ``linear_pipelined_s`` and not ``linear_s``.
         """
-        return max(self.linear_s, self.attention_s, self.transfer_s)
+        return max(self.linear_pipelined_s, self.attention_s, self.link_busy_s)
 
 
 def offload_step_time(
@@ -199,6 +244,7 @@ def offload_step_time(
     dtype: str = "bf16",
     n_links: int | None = None,
     mfu: float = 1.0,
+    micro_batches: int = 2,
 ) -> OffloadStep:
     """Time one decode step with linear layers on compute GPUs and attention on memory devices.
 
@@ -223,13 +269,20 @@ def offload_step_time(
         is the bottleneck).
     mfu : float
         Fraction of the compute GPUs' peak FLOP/s reached by the linear part.
+    micro_batches : int
+        Micro-batches the overlapped bound assumes (2, the fewest that can
+        overlap; capped at ``batch``); each re-reads the weights.
 
     Returns
     -------
     OffloadStep
-        ``transfer_s = 2 * n_layers * latency + traffic / (n_links * bandwidth)``.
+        ``transfer_s = 2 * n_layers * latency + traffic / (n_links * bandwidth)``
+        (critical path); ``link_busy_s = batch * n_layers * max(sent, received)
+        / (n_links * bandwidth)`` (full-duplex occupancy).
     """
     n_compute = _validate.positive_int("n_compute", n_compute)
+    batch = _validate.positive_int("batch", batch)
+    micro_batches = min(_validate.positive_int("micro_batches", micro_batches), batch)
     n_memory = _validate.positive_int("n_memory", n_memory)
     n_links = (
         min(n_compute, n_memory)
@@ -247,6 +300,13 @@ def offload_step_time(
         n_gpus=n_compute,
         mfu=mfu,
     ).seconds
+    linear_pipelined_s = 0.0
+    for k in range(micro_batches):  # sizes differ by at most one sequence
+        size = batch // micro_batches + (k < batch % micro_batches)
+        part = decode_split(m, context, batch=size, dtype=dtype).linear
+        linear_pipelined_s += breakdown(
+            part.flops, part.bytes, compute_acc, dtype=dtype, n_gpus=n_compute, mfu=mfu
+        ).seconds
     attention_s = breakdown(
         split.attention.flops,
         split.attention.bytes,
@@ -256,7 +316,17 @@ def offload_step_time(
     ).seconds
     traffic = step_traffic_bytes(m, batch=batch, dtype=dtype)
     transfer_s = step_latency_s(m, chosen) + traffic / (n_links * chosen.bandwidth)
-    return OffloadStep(linear_s, attention_s, transfer_s, traffic)
+    busiest = max(layer_traffic_bytes(m, dtype=dtype))
+    link_busy_s = batch * m.n_layers * busiest / (n_links * chosen.bandwidth)
+    return OffloadStep(
+        linear_s,
+        attention_s,
+        transfer_s,
+        traffic,
+        link_busy_s,
+        linear_pipelined_s,
+        micro_batches,
+    )
 
 
 def tokens_per_dollar(tokens_per_second: float, price_per_hour: float) -> float:

@@ -251,7 +251,7 @@ class ReplayedPrefill:
 
     @property
     def prefetched_s(self) -> np.ndarray:
-        """Per request: layer-wise prefetch (:func:`helpers.tiers.pipelined_time`)."""
+        """Per request: layer-wise prefetch (:func:`helpers.kvcache.pipelined_time`)."""
         return tiers.pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
 
     def saved_fraction(self, prefetch: bool = False) -> float:

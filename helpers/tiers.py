@@ -5,7 +5,7 @@ whose prefix is cached finds its blocks in one tier or another; for each
 chunk the rule of :mod:`helpers.kvcache` decides, with the same inequality:
 **fetch the chunk from its tier iff its transfer time is less than the time
 to recompute it** (:func:`tiered_prefill`). Prefetching overlaps the fetches
-with computation (:func:`pipelined_time`).
+with computation (:func:`helpers.kvcache.pipelined_time`).
 
 Conventions: SI units; a tier's bandwidth is what one request's fetch gets;
 recompute and prefill times are roofline times (:func:`helpers.inference.prefill_time`);
@@ -28,7 +28,7 @@ import numpy as np
 from . import _validate, cachesim
 from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time
-from .kvcache import Verdict, transfer_time
+from .kvcache import Verdict, pipelined_time, transfer_time
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
 
@@ -283,37 +283,16 @@ class PrefillEstimate:
 
     @property
     def prefetched_s(self) -> float:
-        """Layer-wise prefetch: fetch layer ``l + 1``'s KV while layer ``l`` computes (:func:`pipelined_time`)."""
+        """Layer-wise prefetch: layer ``l + 1``'s KV arrives while layer ``l`` computes.
+
+        :func:`helpers.kvcache.pipelined_time` over the model's layers.
+        """
         return pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
 
     @property
     def hidden_s(self) -> float:
         """Fetch fully hidden (started during the previous request): ``max(fetch_s, compute_s)``."""
         return max(self.fetch_s, self.compute_s)
-
-
-def pipelined_time(
-    fetch_s: float | np.ndarray, compute_s: float | np.ndarray, stages: int
-) -> float | np.ndarray:
-    """Time of fetch and compute pipelined over ``stages`` equal stages (e.g. layers).
-
-    Stage ``i``'s compute needs stage ``i``'s fetch; the fetch of stage
-    ``i + 1`` overlaps the compute of stage ``i``. With per-stage times
-    ``f = fetch_s / stages`` and ``c = compute_s / stages`` the total is
-    ``f + c + (stages - 1) * max(f, c)``: the serial sum for one stage,
-    approaching ``max(fetch_s, compute_s)`` as the stages multiply. Assumes
-    equal stages and that fetching does not slow computing (separate engines).
-    Vectorised over ``fetch_s`` and ``compute_s`` (seconds, >= 0).
-    """
-    stages = _validate.positive_int("stages", stages)
-    f = np.asarray(fetch_s, dtype=float)
-    c = np.asarray(compute_s, dtype=float)
-    for name, value in (("fetch_s", f), ("compute_s", c)):
-        if np.any(~np.isfinite(value)) or np.any(value < 0):
-            raise ValueError(f"{name} must be finite and >= 0")
-    f, c = f / stages, c / stages
-    result = f + c + (stages - 1) * np.maximum(f, c)
-    return float(result) if result.ndim == 0 else result
 
 
 ChunkPlan = tuple[int, int, int, float, float, bool]

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from toy_models import TINY
@@ -128,6 +128,8 @@ def test_single_sequence_decode_is_weight_read_bound():
         step = inference.decode_step(model, 1024, acc)
         assert step.bound == "memory"
         read = llm.weight_bytes(model) - m.vocab_size * m.d_model * 2
+        if m.moe is not None:  # one token reads its own experts only
+            read = llm.weights_read_bytes(model, 1)
         assert step.seconds >= read / acc.memory_bandwidth
 
 
@@ -287,6 +289,9 @@ def test_critical_decode_batch_is_the_crossing_batch_of_decode_cost(
     model, context, acc, mfu
 ):
     """Property: critical_decode_batch is roofline.crossing_batch of llm.decode_cost (one critical batch)."""
+    assume(
+        llm.get_model(model).moe is None
+    )  # MoE: bytes not affine in the batch (tested below)
     dtype = get_accelerator(acc).half_dtype
     expected = roofline.crossing_batch(
         lambda b: llm.decode_cost(model, context, batch=b, dtype=dtype),

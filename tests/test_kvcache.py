@@ -1,7 +1,7 @@
 """Tests of :mod:`helpers.kvcache`: transfer or recompute a KV cache.
 
 Main reference: Qin et al., "Mooncake: Trading more storage for less
-computation", FAST'25 (qin2025mooncake), Section 4 Eq. 1-2 and the worked
+computation", FAST'25 (qin2025mooncake), section 2.2, Eq. 1-2, and the worked
 example after them: LLaMA3-70B, an 8192-token prefix, needs about 6 GB/s on
 8x A800 and 19 GB/s on 8x H800 for reuse to beat recomputation.
 Hardware: NVIDIA A100/A800 and H100/H800 datasheets (bf16 dense 312 and
@@ -18,13 +18,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference
+from helpers import inference, tiers
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
+    MOONCAKE_TRANSFER_ENGINE,
+    best_split,
     breakeven,
     breakeven_tokens,
     hidden_size_constant,
     mooncake_prefill_flops,
+    pipelined_time,
     recompute_time,
     recompute_window,
     reuse_bandwidth_threshold,
@@ -481,3 +484,115 @@ def test_recompute_window_where_breakeven_tokens_says_one():
 def test_recompute_window_none_on_a_fast_link():
     """Llama-3-70B's GQA cache is so small per FLOP that one ConnectX-7 port beats recompute on 8 H100s at every length."""
     assert recompute_window("llama-3-70b", "h100", "cx7", n_gpus=8) is None
+
+
+# --- fetch and recompute at once: the split, layer-wise pipelining, efficiency -----------------------
+
+
+def _llama3_70b_recompute_by_hand(r: int) -> float:
+    """Prefill of r tokens of Llama-3-70B on 8 x H100 at the dense bf16 peak, compute-bound:
+    per layer attention 2 * 8192 * 8192 + 2 * 8192 * 1024 = 150,994,944 weights and MLP
+    3 * 8192 * 28672 = 704,643,072; 2 FLOP each over 80 layers = 136,902,082,560 FLOP per token;
+    causal attention 4 * 80 * 8192 = 2,621,440 FLOP per query-key pair over r (r + 1) / 2 pairs;
+    the lm_head for the last token, 2 * 8192 * 128,256 FLOP."""
+    flops = 136_902_082_560 * r + 2_621_440 * r * (r + 1) / 2 + 2 * 8192 * 128_256
+    return flops / (8 * 989.4e12)
+
+
+def _fetch_by_hand(tokens: int) -> float:
+    """100 GbE: 10 us + tokens * 327,680 B / 12.5e9 B/s."""
+    return 10e-6 + tokens * 327_680 / 12.5e9 if tokens else 0.0
+
+
+def test_best_split_reproduces_the_issue_numbers_by_hand():
+    """Llama-3-70B, 4,096-token prefix, 8 x H100 at peak, one 100 GbE link: recompute alone 73.6 ms,
+    fetch alone 107.4 ms; the split solves R(r) = T(n - r), a quadratic in r, and takes 43.3 ms."""
+    n = 4096
+    assert_allclose(_llama3_70b_recompute_by_hand(n), 73.62e-3, rtol=1e-3)
+    assert_allclose(_fetch_by_hand(n), 107.38e-3, rtol=1e-3)
+    # R(r) = T(n - r):  A r^2 + B r + C = 0
+    p = 8 * 989.4e12
+    a = 2_621_440 / 2 / p
+    b = (136_902_082_560 + 2_621_440 / 2) / p + 327_680 / 12.5e9
+    c = 2 * 8192 * 128_256 / p - 10e-6 - n * 327_680 / 12.5e9
+    root = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    split = best_split("llama-3-70b", n, "h100", "100gbe", n_gpus=8)
+    assert abs(split.recompute_tokens - root) <= 1
+    assert split.recompute_tokens + split.fetch_tokens == n
+    expected = max(
+        _llama3_70b_recompute_by_hand(split.recompute_tokens),
+        _fetch_by_hand(split.fetch_tokens),
+    )
+    assert_allclose(split.seconds, expected, rtol=1e-9)
+    assert_allclose(split.seconds, 43.3e-3, rtol=2e-3)
+    assert_allclose(
+        [
+            recompute_time("llama-3-70b", n, "h100", n_gpus=8),
+            transfer_time("llama-3-70b", n, "100gbe"),
+        ],
+        [73.6e-3, 107.4e-3],
+        rtol=1e-3,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 20_000),
+    st.sampled_from(["llama-2-7b", "llama-3-8b", "llama-3-70b", "deepseek-v3"]),
+    st.sampled_from(["100gbe", "cx7", "pcie 4.0"]),
+    st.floats(0.2, 1.0),
+)
+def test_best_split_is_optimal_and_never_worse(tokens, model, link, efficiency):
+    """Property: the split beats (or ties) fetching alone and recomputing alone, and no neighbouring split is better."""
+    kw = {"n_gpus": 8, "efficiency": efficiency}
+    split = best_split(model, tokens, "h100", link, **kw)
+
+    def cost(r: int) -> float:
+        rec = 0.0 if r == 0 else recompute_time(model, r, "h100", n_gpus=8)
+        if r == tokens:
+            return rec
+        return max(rec, transfer_time(model, tokens - r, link, efficiency=efficiency))
+
+    assert split.seconds <= cost(0) + 1e-15 and split.seconds <= cost(tokens) + 1e-15
+    for r in (split.recompute_tokens - 1, split.recompute_tokens + 1):
+        if 0 <= r <= tokens:
+            assert split.seconds <= cost(r) + 1e-15
+
+
+def test_pipelined_time_by_hand():
+    """80 layers, fetch 80 ms, compute 40 ms: 1 + 0.5 + 79 * 1 = 80.5 ms = max + min / 80; tiers re-exports it."""
+    assert_allclose(pipelined_time(0.080, 0.040, 80), 0.0805)
+    assert_allclose(pipelined_time(0.040, 0.080, 80), 0.0805)
+    assert pipelined_time(0.03, 0.05, 1) == pytest.approx(0.08)
+    assert tiers.pipelined_time is pipelined_time
+
+
+def test_link_efficiency_and_overlap_raise_the_threshold():
+    """Mooncake's Transfer Engine: 87 GB/s of 100 (4 x 200 Gb/s) and 190 of 400 (8 x 400 Gb/s), Fig. 12.
+    The Eq. 2 floor (5.86 GB/s at 8,192 tokens on 8 x A800, a = 4, b = 22) scaled by overlap 2 and efficiency
+    0.475 needs 5.86 * 2 / 0.475 = 24.7 GB/s of line rate; the fetch time divides by the efficiency."""
+    effs = [t.efficiency for t in MOONCAKE_TRANSFER_ENGINE]
+    assert_allclose(effs, [0.87, 0.475])
+    floor = reuse_bandwidth_threshold(
+        "llama-3-70b", 8192, 8 * 312e12, coefficients=(4.0, 22.0)
+    )
+    assert_allclose(floor / 1e9, 5.86, rtol=1e-3)
+    needed = reuse_bandwidth_threshold(
+        "llama-3-70b",
+        8192,
+        8 * 312e12,
+        coefficients=(4.0, 22.0),
+        overlap=2.0,
+        efficiency=0.475,
+    )
+    assert_allclose(needed, floor * 2 / 0.475)
+    line = transfer_time("llama-3-70b", 4096, "cx7") - get_link("cx7").latency
+    real = (
+        transfer_time("llama-3-70b", 4096, "cx7", efficiency=0.5)
+        - get_link("cx7").latency
+    )
+    assert_allclose(real, 2 * line)
+    with pytest.raises(ValueError, match="overlap"):
+        reuse_bandwidth_threshold("llama-3-70b", 8192, 1e15, overlap=0.5)
+    with pytest.raises(ValueError, match="efficiency"):
+        transfer_time("llama-3-70b", 10, "cx7", efficiency=0)

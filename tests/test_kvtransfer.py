@@ -141,3 +141,9 @@ def _sleep_forever(results) -> None:
 
 def _fail(results) -> None:
     results.put((0, False, "Traceback: boom"))
+
+
+def test_mla_messages_are_one_latent_per_layer():
+    """DeepSeek-V3: 61 messages of tokens * 576 * 2 bytes, adding up to the 70,272 B/token of the cache."""
+    sizes = kvtransfer.kv_message_bytes("deepseek-v3", 10)
+    assert sizes == (10 * 576 * 2,) * 61

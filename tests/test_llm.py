@@ -13,12 +13,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from toy_models import TINY
 
-from helpers import cachesim, llm
+from helpers import cachesim, inference, llm
 from helpers.llm import (
     attention_flops,
     decode_cost,
@@ -211,7 +211,7 @@ def test_get_model_aliases():
     for spelling in ("Llama-2-7B", "llama_2_7b", " LLAMA 2 7B ", "llama-2-7b"):
         assert get_model(spelling) is get_model("llama-2-7b")
     assert get_model(TINY) is TINY
-    assert {m.name for m in llm.models()} == set(PUBLISHED_PARAMS)
+    assert {m.name for m in llm.models()} == set(PUBLISHED_PARAMS) | {"deepseek-v3"}
     for m in llm.models():
         assert m.source.startswith("https://huggingface.co/")
 
@@ -397,3 +397,141 @@ def test_model_config_nominal_params_must_be_positive():
         replace(TINY, nominal_params=-7e9)
     with pytest.raises(TypeError, match="nominal_params"):
         replace(TINY, nominal_params="7B")
+
+
+# --- DeepSeek-V3: multi-head latent attention and mixture of experts --------------------------------
+# config.json (huggingface.co/deepseek-ai/DeepSeek-V3): 61 layers, hidden 7168, 128 heads, q_lora_rank 1536,
+# kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, intermediate 18432 (dense),
+# moe_intermediate 2048, 256 routed + 1 shared experts, 8 per token, first_k_dense_replace 3, vocab 129,280.
+# Technical report (arXiv:2412.19437): 671 B total, 37 B activated per token; the release notes give the
+# activated count as 36.6 B "including 0.9 B for the output head" (main model, no MTP module).
+
+
+def _deepseek_v3_by_hand():
+    d, h, v = 7168, 128, 129_280
+    attention = (
+        d * 1536  # W_DQ
+        + 1536 * h * (128 + 64)  # W_UQ (non-rotary and rotary query parts)
+        + d * (512 + 64)  # W_DKV and the shared rotary key
+        + 512 * h * (128 + 128)  # W_UK and W_UV
+        + h * 128 * d  # W_O
+    )
+    norms = 2 * d + 1536 + 512  # two RMSNorms, the query and KV latent norms
+    dense_mlp = 3 * d * 18_432
+    expert = 3 * d * 2048
+    router = d * 256 + 256  # gate matrix and its bias
+    moe_all = 257 * expert + router
+    moe_active = 9 * expert + router
+    blocks = 61 * (attention + norms) + 3 * dense_mlp
+    total = 2 * v * d + blocks + 58 * moe_all + d
+    active = v * d + blocks + 58 * moe_active + d  # no input embedding table
+    return total, active
+
+
+def test_deepseek_v3_parameters_by_hand_and_published():
+    """671.0 B total and 36.6 B active, written out from config.json; 671 B and 36.6 B published."""
+    total, active = _deepseek_v3_by_hand()
+    assert llm.param_count("deepseek-v3") == total
+    assert llm.active_param_count("deepseek-v3") == active
+    assert round(total / 1e9) == 671
+    assert round(active / 1e8) == 366
+    # dense models: active = total less the input embedding table
+    m = get_model("llama-3-70b")
+    assert (
+        llm.active_param_count(m)
+        == PUBLISHED_PARAMS["llama-3-70b"] - m.vocab_size * m.d_model
+    )
+
+
+def test_deepseek_v3_kv_cache_is_latent():
+    """MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer: 61 * 576 * 2 = 70,272 B/token in bf16,
+    4.66x less than Llama-3-70B's 327,680 at about 10x the parameters."""
+    assert kv_cache_bytes_per_token("deepseek-v3") == 70_272
+    assert kv_cache_bytes_per_token("deepseek-v3", dtype="fp8") == 35_136
+    assert get_model("deepseek-v3").attention_kind == "MLA"
+    assert [get_model(n).attention_kind for n in ("llama-2-7b", "llama-3-8b")] == [
+        "MHA",
+        "GQA",
+    ]
+
+
+def test_expected_experts_touched_by_hand():
+    """E (1 - (1 - k/E)^b) with E = 256, k = 8: b = 1 -> 8; b = 8 -> 256 (1 - (31/32)^8) = 57.42;
+    it never exceeds E and a dense model has none."""
+    assert llm.expected_experts_touched("deepseek-v3", 1) == pytest.approx(8.0)
+    assert llm.expected_experts_touched("deepseek-v3", 8) == pytest.approx(
+        256 * (1 - (31 / 32) ** 8)
+    )
+    assert llm.expected_experts_touched("deepseek-v3", 8) == pytest.approx(
+        57.42, abs=0.01
+    )
+    many = llm.expected_experts_touched("deepseek-v3", np.array([0, 100, 10_000]))
+    assert many[0] == 0 and many[1] < 256 and many[2] == pytest.approx(256)
+    assert llm.expected_experts_touched("llama-3-70b", 64) == 0.0
+    with pytest.raises(ValueError, match="tokens"):
+        llm.expected_experts_touched("deepseek-v3", -1)
+
+
+@settings(max_examples=30)
+@given(st.floats(0, 1e5), st.floats(0, 1e5))
+def test_experts_touched_grow_but_less_than_linearly(a, b):
+    """Property: more tokens touch more experts, never more than all of them, and two batches together
+    touch no more than each separately (sub-additive, concave)."""
+    f = lambda t: llm.expected_experts_touched("deepseek-v3", t)  # noqa: E731
+    lo, hi = sorted((a, b))
+    assert f(lo) <= f(hi) + 1e-9 <= 256 + 1e-9
+    assert f(a + b) <= f(a) + f(b) + 1e-9
+
+
+def test_moe_decode_reads_the_experts_the_batch_touches():
+    """A decode step reads the shared part plus 58 layers x (1 shared + touched) experts; FLOP follow the
+    active parameters, so batch 1 reads ~37 B of weights and a large batch nearly all 671 B."""
+    m = get_model("deepseek-v3")
+    one = llm.weights_read_bytes(m, 1)
+    assert one == pytest.approx(
+        2 * llm.active_param_count(m) - 2 * (61 * (2 * 7168 + 2048) + 7168)
+    )
+    big = llm.weights_read_bytes(m, 100_000)
+    assert big == pytest.approx(
+        2
+        * (
+            llm.param_count(m)
+            - m.vocab_size * m.d_model
+            - 61 * (2 * 7168 + 2048)
+            - 7168
+        ),
+        rel=1e-6,
+    )
+    c1 = llm.decode_cost(m, 1000, batch=1)
+    c64 = llm.decode_cost(m, 1000, batch=64)
+    assert c64.flops == pytest.approx(64 * c1.flops)
+    assert c64.bytes < 64 * c1.bytes
+
+
+def test_moe_critical_batch_by_hand():
+    """DeepSeek-V3, 16-token context, H100 bf16 (ridge 989.4e12 / 3.35e12 = 295.3): at the crossing b*,
+    b* f1 / ridge = W(b*) + b* k, with f1 the FLOP per sequence; every expert is touched by then, so
+    b* ~ ridge W_all / (f1 - ridge k), far above Llama-3-70B's ~299 although its active size is half."""
+    m = get_model("deepseek-v3")
+    crit = inference.critical_decode_batch(m, 16, "h100")
+    ridge = 989.4e12 / 3.35e12
+    one = llm.decode_cost(m, 16)
+    per_seq = one.bytes - llm.weights_read_bytes(m, 1)
+    w_at = llm.weights_read_bytes(m, crit)
+    assert crit * one.flops / ridge == pytest.approx(w_at + crit * per_seq, rel=1e-5)
+    w_all = llm.weights_read_bytes(m, 1e9)
+    assert crit == pytest.approx(
+        ridge * w_all / (one.flops - ridge * per_seq), rel=0.01
+    )
+    assert crit > 15 * inference.critical_decode_batch("llama-3-70b", 16, "h100")
+
+
+def test_speculative_decoding_raises_intensity():
+    """s query tokens per step: FLOP ~ s-fold, bytes ~ unchanged. Llama-3-70B at 4,096 cached tokens,
+    batch 1: intensity grows almost 4x from s = 1 to 4; with s = 1 the cost is the plain decode step."""
+    one = llm.decode_cost("llama-3-70b", 4096)
+    assert one == llm.decode_cost("llama-3-70b", 4096, query_tokens=1)
+    four = llm.decode_cost("llama-3-70b", 4096, query_tokens=4)
+    assert 3.99 < four.flops / one.flops < 4.01
+    assert 1.0 < four.bytes / one.bytes < 1.001
+    assert 3.99 < four.intensity / one.intensity < 4.01

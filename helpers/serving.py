@@ -1,0 +1,295 @@
+"""Serving under latency targets: co-located steps, goodput and the prefill-to-decode ratio.
+
+A serving system is judged on two latencies per request (Zhong et al.,
+DistServe, OSDI'24; Qin et al., Mooncake, FAST'25):
+
+* **TTFT**, time to first token: queueing plus the prompt's prefill (plus
+  fetching its cached prefix);
+* **TBT**, time between tokens (also called TPOT): the duration of each
+  decode step the request's sequence takes part in.
+
+A request counts only if both meet their targets; *goodput* is the rate of
+such requests (DistServe's term; Mooncake's "effective request capacity" is
+the same count as a share of all requests).
+
+No new cost formula lives here: step times are the roofline bounds of
+:mod:`helpers.inference` applied to the FLOP and bytes that
+:mod:`helpers.llm` counts. Units: seconds, tokens, requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from . import _validate
+from .hardware import Accelerator
+from .inference import decode_step_time, prefill_time
+from .llm import ModelConfig, decode_cost, prefill_cost, weights_read_bytes
+from .roofline import TimeBreakdown, breakdown
+
+MOONCAKE_TTFT_SLO_S = 30.0
+"""Mooncake FAST'25, §5.1: the TTFT threshold of its end-to-end experiments, seconds."""
+
+MOONCAKE_TBT_SLOS_S = (0.1, 0.2, 0.3)
+"""Mooncake FAST'25, §5.1: its TBT thresholds, "depending on the scenario", seconds.
+
+Its TBT is "the average of the longest 10% of the token arrival intervals" of a request.
+"""
+
+MOONCAKE_FIG15_BEST_PD_RATIO = 1.0
+"""Mooncake FAST'25, §5.5 and Fig. 15: prefill nodes per decoding node at the highest effective
+request capacity ("approximately 1:1"; 16 nodes of 8 x A800, synthetic workload,
+TTFT and TBT thresholds 10 s and 100 ms)."""
+
+MOONCAKE_FIG15_SLOS_S = (10.0, 0.1)
+"""Mooncake FAST'25, §5.5: the (TTFT, TBT) thresholds of its P/D-ratio experiment, seconds."""
+
+DISTSERVE_ABSTRACT = MappingProxyType(
+    {"more_requests": 7.4, "tighter_slo": 12.6, "attainment": 0.90}
+)
+"""DistServe (Zhong et al., OSDI'24), abstract: up to 7.4x more requests or a 12.6x tighter SLO than
+the systems it compares with, "while staying within latency constraints for > 90% of requests"."""
+
+
+def colocated_step(
+    model: str | ModelConfig,
+    context: int,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+) -> TimeBreakdown:
+    """Roofline bound of one step of a co-located server: a decode batch plus a chunk of a prompt.
+
+    Continuous batching without disaggregation runs a waiting prompt's
+    prefill (whole, or a ``chunk`` of it with chunked prefill, as in
+    Sarathi-Serve and vLLM) in the same forward pass as the decode batch.
+    The step's FLOP are the sum of :func:`helpers.llm.decode_cost` (``batch``
+    sequences at ``context`` tokens) and :func:`helpers.llm.prefill_cost`
+    (``chunk`` tokens); its bytes are their sum less one read of the weights,
+    which the two share (:func:`helpers.llm.weights_read_bytes`). The chunk is
+    costed as the start of a prompt (its attention over earlier chunks is
+    left out), so this is a lower bound on the step.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    context : int
+        Cached tokens per decoding sequence (>= 0).
+    acc : str or Accelerator
+    batch : int
+        Decoding sequences in the step (>= 1).
+    chunk : int
+        Prompt tokens prefilled in the same step (>= 0; 0 is a plain decode step).
+    dtype, n_gpus, mfu
+        As in :func:`helpers.inference.decode_step`.
+    """
+    chunk = _validate.non_negative_int("chunk", chunk)
+    dec = decode_cost(model, context, batch=batch, dtype=dtype)
+    if chunk == 0:
+        return breakdown(dec.flops, dec.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    pre = prefill_cost(model, chunk, dtype=dtype)
+    shared = (
+        weights_read_bytes(model, batch, dtype=dtype)
+        + weights_read_bytes(model, chunk, dtype=dtype)
+        - weights_read_bytes(model, batch + chunk, dtype=dtype)
+    )
+    return breakdown(
+        dec.flops + pre.flops,
+        dec.bytes + pre.bytes - shared,
+        acc,
+        dtype=dtype,
+        n_gpus=n_gpus,
+        mfu=mfu,
+    )
+
+
+def colocated_step_time(
+    model: str | ModelConfig,
+    context: int,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+) -> float:
+    """Seconds (lower bound) of one co-located step; see :func:`colocated_step`.
+
+    Examples
+    --------
+    A 2,048-token chunk makes a 64-sequence decode step of Llama-3-70B on
+    8 x H100 four times longer (a chunk of 0 tokens is a plain decode step):
+
+    >>> from helpers import serving
+    >>> alone = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=0, n_gpus=8)
+    >>> mixed = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=2048, n_gpus=8)
+    >>> round(mixed / alone, 1)
+    4.4
+    """
+    return colocated_step(
+        model,
+        context,
+        acc,
+        batch=batch,
+        chunk=chunk,
+        dtype=dtype,
+        n_gpus=n_gpus,
+        mfu=mfu,
+    ).seconds
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """Requests that met both latency targets.
+
+    Attributes
+    ----------
+    attained : float
+        Share of requests with TTFT <= its target and TBT <= its target, in [0, 1]
+        (Mooncake's "effective request capacity" is this share).
+    per_s : float
+        Those requests per second of the trace's duration (DistServe's goodput).
+    """
+
+    attained: float
+    per_s: float
+
+
+def goodput(
+    ttft_s: Sequence[float] | np.ndarray,
+    tbt_s: Sequence[float] | np.ndarray,
+    duration_s: float,
+    *,
+    ttft_slo_s: float,
+    tbt_slo_s: float,
+) -> Goodput:
+    """Share and rate of requests whose TTFT and TBT both meet their targets.
+
+    Parameters
+    ----------
+    ttft_s, tbt_s : sequence of float
+        Each request's time to first token and time between tokens, seconds
+        (same length; for TBT, whatever statistic the targets are set on:
+        Mooncake uses the mean of the slowest 10 % of a request's intervals).
+    duration_s : float
+        Seconds the requests arrived over, > 0.
+    ttft_slo_s, tbt_slo_s : float
+        The targets, seconds, > 0.
+
+    Examples
+    --------
+    >>> g = goodput([1.0, 2.0, 40.0], [0.05, 0.5, 0.05], 10.0, ttft_slo_s=30, tbt_slo_s=0.1)
+    >>> round(g.attained, 3), g.per_s
+    (0.333, 0.1)
+    """
+    ttft = _validate.positive_array("ttft_s", ttft_s)
+    tbt = _validate.positive_array("tbt_s", tbt_s)
+    if ttft.shape != tbt.shape:
+        raise ValueError(
+            f"ttft_s and tbt_s must have the same length, got {ttft.size} and {tbt.size}"
+        )
+    duration_s = _validate.positive("duration_s", duration_s)
+    ok = (ttft <= _validate.positive("ttft_slo_s", ttft_slo_s)) & (
+        tbt <= _validate.positive("tbt_slo_s", tbt_slo_s)
+    )
+    return Goodput(attained=float(ok.mean()), per_s=float(ok.sum()) / duration_s)
+
+
+@dataclass(frozen=True)
+class PdRatio:
+    """Prefill and decode work per request, and the instance ratio that balances them.
+
+    Attributes
+    ----------
+    prefill_s : float
+        Seconds of one prefill instance per request (its uncached prompt tokens).
+    decode_s : float
+        Seconds of one decode instance per request: its output tokens times
+        the step time, shared among the ``batch`` sequences of a step.
+    ratio : float
+        ``prefill_s / decode_s``: prefill instances per decode instance that
+        keep both pools equally busy (``G_P : G_D``).
+    """
+
+    prefill_s: float
+    decode_s: float
+    ratio: float
+
+
+def pd_ratio(
+    model: str | ModelConfig,
+    input_tokens: int,
+    output_tokens: int,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    hit_tokens: int = 0,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+) -> PdRatio:
+    """Prefill instances per decode instance for requests of ``input_tokens`` in, ``output_tokens`` out.
+
+    Each request costs the prefill pool ``R(input) - R(hit)`` seconds
+    (:func:`helpers.inference.prefill_time`; a cached prefix of ``hit_tokens``
+    is not recomputed, its fetch is assumed hidden) and the decode pool
+    ``output_tokens * t_step / batch`` seconds, with ``t_step`` the
+    :func:`helpers.inference.decode_step_time` of ``batch`` sequences at the
+    mean context ``input_tokens + output_tokens / 2``. Both instances are
+    ``n_gpus`` devices of type ``acc``. Queueing and latency targets are left
+    out: the ratio balances work, and the batch is where the TBT target enters.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    input_tokens, output_tokens : int
+        Prompt and generated tokens of a (mean) request, >= 1.
+    acc : str or Accelerator
+    batch : int
+        Sequences per decode step (e.g. the largest under the TBT target,
+        :func:`helpers.inference.max_batch_under_slo`).
+    hit_tokens : int
+        Cached prefix tokens, 0 <= hit_tokens < input_tokens.
+    dtype, n_gpus, mfu
+        As in :func:`helpers.inference.prefill_time`.
+    """
+    input_tokens = _validate.positive_int("input_tokens", input_tokens)
+    output_tokens = _validate.positive_int("output_tokens", output_tokens)
+    hit_tokens = _validate.non_negative_int("hit_tokens", hit_tokens)
+    if hit_tokens >= input_tokens:
+        raise ValueError(
+            f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
+        )
+    batch = _validate.positive_int("batch", batch)
+    opts = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu}
+    prefill_s = prefill_time(model, input_tokens, acc, **opts)
+    if hit_tokens:
+        prefill_s -= prefill_time(model, hit_tokens, acc, **opts)
+    context = input_tokens + output_tokens // 2
+    step = decode_step_time(model, context, acc, batch=batch, **opts)
+    decode_s = output_tokens * step / batch
+    return PdRatio(prefill_s=prefill_s, decode_s=decode_s, ratio=prefill_s / decode_s)
+
+
+__all__ = [
+    "DISTSERVE_ABSTRACT",
+    "MOONCAKE_FIG15_BEST_PD_RATIO",
+    "MOONCAKE_FIG15_SLOS_S",
+    "MOONCAKE_TBT_SLOS_S",
+    "MOONCAKE_TTFT_SLO_S",
+    "Goodput",
+    "PdRatio",
+    "colocated_step",
+    "colocated_step_time",
+    "goodput",
+    "pd_ratio",
+]

@@ -1,0 +1,107 @@
+"""Tests for :mod:`helpers.serving`: co-located steps, goodput, the prefill-to-decode ratio.
+
+References: goodput under TTFT and TBT targets is DistServe's (Zhong et al., OSDI'24,
+zhong2024distserve); "effective request capacity" and the P/D ratio are Mooncake's
+(Qin et al., FAST'25, qin2025mooncake, §5.2.2 and §5.5).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import hardware, inference, llm, serving
+
+MODEL, ACC = "llama-3-70b", "H100"
+
+
+def test_chunk_zero_is_a_decode_step():
+    """No chunk: the co-located step is exactly inference.decode_step_time."""
+    for b, n in ((1, 0), (64, 4096), (300, 12_000)):
+        assert serving.colocated_step_time(
+            MODEL, n, ACC, batch=b, chunk=0, n_gpus=8
+        ) == inference.decode_step_time(MODEL, n, ACC, batch=b, n_gpus=8)
+
+
+def test_colocated_step_by_hand():
+    """FLOP add; bytes add less one read of the weights (dense model: the whole weight read)."""
+    b, n, k = 32, 4096, 1024
+    dec = llm.decode_cost(MODEL, n, batch=b)
+    pre = llm.prefill_cost(MODEL, k)
+    weights = llm.weights_read_bytes(MODEL, 1)  # dense: independent of the tokens
+    step = serving.colocated_step(MODEL, n, ACC, batch=b, chunk=k, n_gpus=8)
+    h100 = hardware.get_accelerator(ACC)
+    assert step.compute_s == pytest.approx(
+        (dec.flops + pre.flops) / (8 * h100.flops("bf16"))
+    )
+    assert step.memory_s == pytest.approx(
+        (dec.bytes + pre.bytes - weights) / (8 * h100.memory_bandwidth)
+    )
+
+
+@given(
+    st.integers(1, 256),
+    st.integers(0, 16_384),
+    st.integers(1, 8192),
+)
+def test_colocated_step_bounds(batch, context, chunk):
+    """A chunk never shortens the step, and the step is no longer than decode and prefill run one after the other."""
+    alone = inference.decode_step_time(MODEL, context, ACC, batch=batch, n_gpus=8)
+    both = serving.colocated_step_time(
+        MODEL, context, ACC, batch=batch, chunk=chunk, n_gpus=8
+    )
+    separate = alone + inference.prefill_time(MODEL, chunk, ACC, n_gpus=8)
+    assert alone <= both <= separate * (1 + 1e-12)
+
+
+def test_colocated_long_prompt_breaks_a_100ms_tbt():
+    """A whole 12,035-token prompt (Mooncake's mean) in a decode step of 8 x A800 exceeds 100 ms; a 512 chunk does not."""
+    whole = serving.colocated_step_time(
+        MODEL, 12_035, "a800", batch=64, chunk=12_035, n_gpus=8
+    )
+    small = serving.colocated_step_time(
+        MODEL, 12_035, "a800", batch=64, chunk=512, n_gpus=8
+    )
+    assert whole > 0.1 > small
+
+
+def test_goodput_by_hand():
+    g = serving.goodput(
+        [1, 5, 31, 2], [0.05, 0.3, 0.05, 0.1], 2.0, ttft_slo_s=30, tbt_slo_s=0.1
+    )
+    assert g.attained == 0.5  # requests 0 and 3 (TBT exactly at target counts)
+    assert g.per_s == 1.0
+
+
+def test_goodput_bad_input():
+    with pytest.raises(ValueError, match="same length"):
+        serving.goodput([1, 2], [0.1], 1.0, ttft_slo_s=1, tbt_slo_s=1)
+    with pytest.raises(ValueError, match="duration_s"):
+        serving.goodput([1], [0.1], 0.0, ttft_slo_s=1, tbt_slo_s=1)
+    with pytest.raises(ValueError, match="tbt_slo_s"):
+        serving.goodput([1], [0.1], 1.0, ttft_slo_s=1, tbt_slo_s=-1)
+
+
+def test_pd_ratio_by_hand():
+    """ratio = R(n) / (n_out * t_step(b, n + n_out/2) / b), from the inference helpers."""
+    n, out, b = 12_035, 343, 100
+    got = serving.pd_ratio(MODEL, n, out, "a800", batch=b, n_gpus=8)
+    prefill = inference.prefill_time(MODEL, n, "a800", n_gpus=8)
+    step = inference.decode_step_time(MODEL, n + out // 2, "a800", batch=b, n_gpus=8)
+    assert got.prefill_s == pytest.approx(prefill)
+    assert got.decode_s == pytest.approx(out * step / b)
+    assert got.ratio == pytest.approx(prefill / (out * step / b))
+
+
+def test_pd_ratio_cache_hits_shift_work_to_decode():
+    """A cached prefix removes prefill work only: the ratio falls as the hit grows."""
+    ratios = [
+        serving.pd_ratio(
+            MODEL, 16_000, 200, ACC, batch=64, hit_tokens=h, n_gpus=8
+        ).ratio
+        for h in (0, 4000, 8000, 15_000)
+    ]
+    assert ratios == sorted(ratios, reverse=True)
+    with pytest.raises(ValueError, match="hit_tokens"):
+        serving.pd_ratio(MODEL, 100, 10, ACC, batch=1, hit_tokens=100)
