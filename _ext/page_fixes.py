@@ -17,6 +17,9 @@
   the keyboard and screen readers: focusable, announced as a button, pressed
   with Enter or Space.
 
+* Markup of the theme and of the extensions that axe-core (``tests/browser/test_accessibility.py``)
+  flags as a serious WCAG 2.1 failure is corrected in the written pages: see :data:`MARKUP_FIXES`.
+
 The first two fixes edit the page's ``script_files`` and ``css_files`` lists in
 place. Those lists are the HTML builder's own: handlers of the same
 ``html-page-context`` event add their page's assets to them through the builder
@@ -29,6 +32,7 @@ not: every formula showed as raw LaTeX).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 from docutils import nodes
@@ -49,6 +53,85 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
     }});
   }}
 }});"""
+
+
+MARKUP_FIXES: tuple[tuple[str, str, str], ...] = (
+    (
+        # pydata-sphinx-theme's search field shows "Search Ctrl+K" but is named "Search" only;
+        # a speech-input user saying what they see would not reach it (WCAG 2.5.3 Label in Name).
+        # Without the aria-label its name is its visible text.
+        '<button class="btn search-button-field search-button__button pst-js-only" '
+        'title="Search" aria-label="Search"',
+        '<button class="btn search-button-field search-button__button pst-js-only" '
+        'title="Search"',
+        "search field named unlike its visible text",
+    ),
+    (
+        # The theme switcher's icons carry titles ("Light", "Dark", "System Settings") that become
+        # visible text missing from the button's name "Color mode" (2.5.3). The icons are
+        # decorative: the button's name says what it does.
+        '<i class="theme-switch fa-solid fa-sun                fa-lg" data-mode="light" '
+        'title="Light"></i>',
+        '<i class="theme-switch fa-solid fa-sun                fa-lg" data-mode="light" '
+        'aria-hidden="true"></i>',
+        "theme switcher icon with a title",
+    ),
+    (
+        '<i class="theme-switch fa-solid fa-moon               fa-lg" data-mode="dark"  '
+        'title="Dark"></i>',
+        '<i class="theme-switch fa-solid fa-moon               fa-lg" data-mode="dark"  '
+        'aria-hidden="true"></i>',
+        "theme switcher icon with a title",
+    ),
+    (
+        '<i class="theme-switch fa-solid fa-circle-half-stroke fa-lg" data-mode="auto"  '
+        'title="System Settings"></i>',
+        '<i class="theme-switch fa-solid fa-circle-half-stroke fa-lg" data-mode="auto"  '
+        'aria-hidden="true"></i>',
+        "theme switcher icon with a title",
+    ),
+    (
+        # myst-nb's hidden-input toggle reads "Show code cell source" but is named "Toggle hidden
+        # content" (2.5.3); without the aria-label its name is the visible text.
+        '<summary aria-label="Toggle hidden content">',
+        "<summary>",
+        "code toggle named unlike its visible text",
+    ),
+    (
+        # docutils marks each bibliography entry doc-biblioentry, a role ARIA 1.3 deprecates, inside
+        # a role="list": the list then has no list items (WCAG 1.3.1 Info and Relationships).
+        'class="citation" id="',
+        'class="citation" role="listitem" id="',
+        "bibliography entry outside a list item",
+    ),
+    (' role="doc-biblioentry"', "", "deprecated bibliography role"),
+    (
+        # The primary sidebar holds the book's title link and search field outside any landmark,
+        # so a screen reader's landmark list skips them (axe "region", moderate). The sidebar is
+        # the book's navigation: its contents list is already a <nav> inside it.
+        '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">',
+        '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" '
+        'role="navigation" aria-label="Book">',
+        "sidebar content outside a landmark",
+    ),
+)
+"""(markup as written, its fix, what was wrong), applied to every page the HTML builder wrote."""
+
+
+def _fix_markup(app: Sphinx, exception: Exception | None) -> None:
+    """Apply :data:`MARKUP_FIXES` to the book's written pages (not the JupyterLite site's)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
+        if page.relative_to(out).parts[0] in {"lite", "_static", "_sources"}:
+            continue
+        html = page.read_text(encoding="utf-8")
+        fixed = html
+        for before, after, _ in MARKUP_FIXES:
+            fixed = fixed.replace(before, after)
+        if fixed != html:
+            page.write_text(fixed, encoding="utf-8")
 
 
 def _dedupe_scripts(
@@ -114,4 +197,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _drop_remote_fonts, priority=100)
     app.connect("html-page-context", _mathjax_where_maths, priority=100)
     app.connect("html-page-context", _live_button_keys)
+    app.connect("build-finished", _fix_markup)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

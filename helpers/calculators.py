@@ -187,7 +187,7 @@ def render_two_ceilings(
     )
     ax.set_ylabel("time per call (s)")
     ax.set_title(f"{op} in {dtype} on {acc.name}")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=plots.SMALL)
     cost = ops.op_cost(op, n, dtype=dtype)
     return (
         f"**{op}, size {n:,}, {dtype} on {acc.name}**: {format_si(cost.flops, 'FLOP')}, "
@@ -612,12 +612,14 @@ def render_transformer_inference(
     ax.set_xlabel("decode batch (sequences)")
     ax.set_ylabel("time per decode step (ms)")
     rate = ax.twinx()
-    rate.loglog(sweep, sweep / times, color="C3", label="tokens/s (right axis)")
+    rate.loglog(
+        sweep, sweep / times, color="C3", ls="-.", label="tokens/s (right axis)"
+    )
     rate.set_ylabel("generated tokens/s (upper bound)")
     rate.grid(False)
     plots.plain_log_ticks(ax, rate)
-    ax.legend(loc="upper left", fontsize=8)
-    rate.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=plots.SMALL)
+    rate.legend(loc="lower right", fontsize=plots.SMALL)
     device = f"{n_gpus} x {hardware.get_accelerator(acc).name}"
     if not inference.weights_fit(model, acc, n_gpus=n_gpus, dtype=dtype):
         weights = llm.weight_bytes(model, dtype=dtype)
@@ -720,7 +722,7 @@ def render_transfer_or_recompute(
         )
     ax.set_xlabel("prefix length (tokens)")
     ax.set_ylabel("time to have the KV cache (s)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=plots.SMALL)
     if window is None:
         where = (
             f"fetching is faster at every length up to {TRANSFER_MAX_TOKENS:,} tokens"
@@ -839,7 +841,7 @@ def render_kv_pool(
     ax.set_xlabel(f"pool size for {model_name}, {kv_dtype} KV (TB)")
     ax.set_ylabel("hit rate (% of prompt tokens)")
     ax.set_ylim(0, 75)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", fontsize=plots.SMALL)
     peak = n_gpus * device.flops("bf16")
     return (
         f"**Hit rate {hit:.1%}** of prompt tokens (ceiling {ceiling:.1%}). The pool holds "
@@ -951,7 +953,7 @@ def render_attention_offload(
     ax.loglog(off_b, per_dollar(serial, off_price), ls="--", label="offload, serial")
     ax.set_xlabel("batch (sequences per decode step)")
     ax.set_ylabel("tokens per dollar (your prices)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=plots.SMALL)
     last = steps[-1]
     ratio = offload.breakeven_price_ratio(
         over[-1], n_compute, n_memory, base[-1], n_baseline
@@ -1072,12 +1074,16 @@ def render_kv_tiers(
         y[:-1] - 0.2,
         [c.fetch_s * 1e3 for c in est.chunks],
         0.4,
+        hatch="//",
+        edgecolor="white",
         label="fetch from the tier",
     )
     ax.barh(
         y + 0.2,
         [c.recompute_s * 1e3 for c in est.chunks] + [tail * 1e3],
         0.4,
+        hatch="..",
+        edgecolor="white",
         label="compute",
     )
     ax.set_yticks(
@@ -1087,7 +1093,7 @@ def render_kv_tiers(
     )
     ax.invert_yaxis()
     ax.set_xlabel("time for this part of the prompt (ms)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=plots.SMALL)
     verdicts = (
         ", ".join(f"{c.tier}: **{c.verdict}**" for c in est.chunks) or "nothing cached"
     )

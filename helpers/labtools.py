@@ -98,17 +98,28 @@ class Comparison:
         return float(np.max(np.abs(self.relative_error)))
 
     def markdown(
-        self, scale: float = 1.0, scaled_unit: str | None = None, digits: int = 3
+        self,
+        scale: float = 1.0,
+        scaled_unit: str | None = None,
+        digits: int = 3,
+        *,
+        label: str = "case",
     ) -> str:
         """The comparison as a Markdown table: label, predicted, measured, relative error.
 
         Values are divided by ``scale`` and shown in ``scaled_unit`` (e.g.
         ``scale=1e-3, scaled_unit="ms"``), with ``digits`` significant digits.
+        ``label`` heads the first column (every column has a header, for screen readers).
         """
         scale = _validate.positive("scale", scale)
         digits = _validate.positive_int("digits", digits)
+        if not label.strip():
+            raise ValueError("label must name the first column, got an empty string")
         unit = self.unit if scaled_unit is None else scaled_unit
-        head = f"| | predicted ({unit}) | measured ({unit}) | relative error |\n|---|---:|---:|---:|\n"
+        head = (
+            f"| {label} | predicted ({unit}) | measured ({unit}) | relative error |\n"
+            "|---|---:|---:|---:|\n"
+        )
         rows = [
             f"| {label} | {p / scale:.{digits}g} | {m / scale:.{digits}g} | {e:+.0%} |"
             for label, p, m, e in zip(

@@ -1,6 +1,10 @@
 """The book's figures: one style, the roofline plot, operations and ridge points marked on it,
 batch sweeps, ResNet-50's layers.
 
+The style is readable without colour: a colour-blind-safe palette whose every colour comes with
+its own line style, hatches and filled or hollow markers where colour carries a meaning, and no
+text under 9 points.
+
 Plotting lives here and only here; the model modules compute. Figure
 functions return ``(fig, ax)`` (or the axes they drew) so a notebook can
 annotate further.
@@ -14,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
+from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -23,6 +28,30 @@ from .convnets import LayerRoofline, resnet50_roofline
 from .hardware import Accelerator, get_accelerator
 from .roofline import attainable_flops, ridge_point
 
+PALETTE = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#000000",  # black
+)
+"""Okabe and Ito's colour-blind-safe colours (Okabe & Ito 2008, *Color Universal Design*), without
+their yellow, which is too pale on white. Matplotlib's ``C0``-``C4`` keep their usual names: ``C0``
+blue, ``C1`` orange, ``C2`` green, ``C3`` red (vermillion), ``C4`` purple."""
+
+LINESTYLES = (
+    "-",
+    "--",
+    "-.",
+    ":",
+    (0, (5, 1, 1, 1, 1, 1)),
+    (0, (3, 1, 1, 1, 1, 1, 1, 1)),
+    (0, (8, 2)),
+)
+"""Line style paired with each colour of :data:`PALETTE`, so that series also differ without colour."""
+
 STYLE = {
     "figure.figsize": (7.0, 4.2),
     "figure.dpi": 100,
@@ -31,10 +60,21 @@ STYLE = {
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "font.size": 10,
+    "axes.prop_cycle": cycler(color=PALETTE) + cycler(linestyle=LINESTYLES),
+    "lines.linewidth": 1.8,
+    "font.size": 11,
+    "axes.titlesize": 11,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 9,
     "legend.frameon": False,
 }
-"""Matplotlib rc settings applied by :func:`use_style`."""
+"""Matplotlib rc settings applied by :func:`use_style`: the palette and its line styles, and text
+no smaller than 9 points (at 100 dpi, 12.5 pixels)."""
+
+SMALL = 9
+"""Font size (points) of annotations and legends the helpers draw: the smallest text in a figure."""
 
 
 def use_style() -> None:
@@ -118,11 +158,11 @@ def roofline_plot(
                 (intensity, value),
                 textcoords="offset points",
                 xytext=(4, -12),
-                fontsize=8,
+                fontsize=SMALL,
             )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (FLOP/s)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
     return fig, ax
 
 
@@ -168,14 +208,18 @@ def mark_ops(
             xytext=(-5, 7) if above else (5, -7),
             ha="right" if above else "left",
             va="bottom" if above else "top",
-            fontsize=8,
+            fontsize=SMALL,
         )
     low, high = ax.get_ylim()
     ax.set_ylim(low, high * 3)  # head-room for the labels above the compute roof
 
 
-BOUND_COLOURS = {"overhead": "0.85", "memory": "#cfe2f3", "compute": "#fce5cd"}
-"""Background colour of each bound (regime) in :func:`draw_sweep`."""
+BOUND_COLOURS = {"overhead": "0.88", "memory": "#cce3f0", "compute": "#f9e2bf"}
+"""Background colour of each bound (regime) in :func:`draw_sweep`: pale blue and orange from
+:data:`PALETTE`."""
+
+BOUND_HATCHES = {"overhead": "", "memory": "/", "compute": "."}
+"""Hatching of each bound's background in :func:`draw_sweep`, so the regimes differ without colour."""
 
 
 def _decade_limits(values: np.ndarray) -> tuple[float, float]:
@@ -188,7 +232,8 @@ def _decade_limits(values: np.ndarray) -> tuple[float, float]:
 def draw_sweep(
     ax: Axes, sweep: BatchSweep, *, knee: float | None = None, mark: int | None = None
 ) -> Axes:
-    """Step time (left axis) and throughput (right axis) against batch, regimes shaded.
+    """Step time (left axis, solid) and throughput (right axis, dash-dotted) against batch,
+    regimes shaded and hatched.
 
     Parameters
     ----------
@@ -220,14 +265,20 @@ def draw_sweep(
         label = f"{regime}-bound" if regime not in shown else None
         shown.add(regime)
         ax.axvspan(
-            edges[i], edges[i + 1], color=BOUND_COLOURS[regime], lw=0, label=label
+            edges[i],
+            edges[i + 1],
+            facecolor=BOUND_COLOURS[regime],
+            edgecolor="0.6",
+            hatch=BOUND_HATCHES[regime],
+            lw=0,
+            label=label,
         )
-    ax.loglog(b, sweep.seconds, color="C0", lw=2, label="step time")
+    ax.loglog(b, sweep.seconds, color="C0", ls="-", lw=2, label="step time")
     ax.set_xlabel("batch (samples or tokens per step)")
     ax.set_ylabel("step time (s)", color="C0")
     ax.set_xlim(b[0], b[-1])
     twin = ax.twinx()
-    twin.loglog(b, sweep.throughput, color="C3", lw=2, label="throughput")
+    twin.loglog(b, sweep.throughput, color="C3", ls="-.", lw=2, label="throughput")
     twin.set_ylabel("throughput (samples/s)", color="C3")
     twin.grid(False)
     ax.set_ylim(*_decade_limits(sweep.seconds))
@@ -242,14 +293,14 @@ def draw_sweep(
             raise ValueError(f"mark must be one of the sweep's batches, got {mark!r}")
         i = int(where[0])
         ax.plot([b[i]], [sweep.seconds[i]], "o", color="C0", ms=7)
-        twin.plot([b[i]], [sweep.throughput[i]], "o", color="C3", ms=7)
+        twin.plot([b[i]], [sweep.throughput[i]], "s", color="C3", ms=7)
     handles, labels = ax.get_legend_handles_labels()
     more, more_labels = twin.get_legend_handles_labels()
     twin.legend(
         handles + more,
         labels + more_labels,
         loc="upper left",
-        fontsize=8,
+        fontsize=SMALL,
         framealpha=0.8,
         frameon=True,
     )
@@ -283,12 +334,13 @@ def label_ridges(
                 textcoords="offset points",
                 xytext=(0, 6),
                 ha="center",
-                fontsize=8,
+                fontsize=SMALL,
             )
 
 
 _KERNEL_STYLE = {1: ("o", "1 × 1 conv"), 3: ("s", "3 × 3 conv"), 7: ("D", "7 × 7 stem")}
 _BOUND_MARKER_COLOURS = {"memory": "C3", "compute": "C2"}
+_BOUND_MARKER_FILL = {"memory": "full", "compute": "none"}
 
 
 def draw_resnet50(
@@ -304,8 +356,8 @@ def draw_resnet50(
     Draws :func:`roofline_plot` into ``ax`` (cleared first) and each layer of
     :func:`helpers.convnets.resnet50_roofline` at its intensity and
     attainable FLOP/s: the marker says the kernel size (1 x 1, 3 x 3, the
-    7 x 7 stem; a triangle for the fc layer), red is memory-bound, green
-    compute-bound.
+    7 x 7 stem; a triangle for the fc layer); memory-bound layers are filled
+    red (vermillion), compute-bound ones hollow green.
 
     Returns
     -------
@@ -328,8 +380,10 @@ def draw_resnet50(
                     [r.attainable for r in pick],
                     marker,
                     color=colour,
+                    fillstyle=_BOUND_MARKER_FILL[bound],
+                    mew=1.5,
                     ms=6,
-                    alpha=0.7,
+                    alpha=0.8,
                     ls="none",
                     label=f"{label}, {bound}-bound",
                 )
@@ -339,12 +393,16 @@ def draw_resnet50(
             [fc.attainable],
             "v",
             color=_BOUND_MARKER_COLOURS[fc.bound],
+            fillstyle=_BOUND_MARKER_FILL[fc.bound],
+            mew=1.5,
             ms=7,
             ls="none",
             label=f"fc, {fc.bound}-bound",
         )
-    ax.set_title(f"ResNet-50 layers, batch {batch}, {dtype}, {device.name}", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(
+        f"ResNet-50 layers, batch {batch}, {dtype}, {device.name}", fontsize=SMALL
+    )
+    ax.legend(fontsize=SMALL, loc="lower right")
     return rows
 
 

@@ -202,3 +202,136 @@ def test_draw_sweep_axes_span_whole_decades():
         1e-3,
         1e-2,
     )  # a constant curve still gets a decade
+
+
+# --- readable without colour, and legible ---------------------------------------------------
+
+# Machado, Oliveira & Fernandes 2009, "A physiologically-based model for simulation of colour
+# vision deficiency", severity 1.0 matrices, applied to linear RGB.
+_DEFICIENCIES = {
+    "protanopia": [
+        [0.152286, 1.052583, -0.204868],
+        [0.114503, 0.786281, 0.099216],
+        [-0.003882, -0.048116, 1.051998],
+    ],
+    "deuteranopia": [
+        [0.367322, 0.860646, -0.227968],
+        [0.280085, 0.672501, 0.047413],
+        [-0.011820, 0.042940, 0.968881],
+    ],
+    "tritanopia": [
+        [1.255528, -0.076749, -0.178779],
+        [-0.078411, 0.930809, 0.147602],
+        [0.004733, 0.691367, 0.303900],
+    ],
+}
+
+
+def _lab(colour: str, deficiency: str) -> np.ndarray:
+    """CIELAB (D65) of ``colour`` as seen with ``deficiency``."""
+    from matplotlib.colors import to_rgb
+
+    srgb = np.array(to_rgb(colour))
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    seen = np.clip(np.array(_DEFICIENCIES[deficiency]) @ linear, 0, 1)
+    xyz = (
+        np.array(
+            [
+                [0.4124, 0.3576, 0.1805],
+                [0.2126, 0.7152, 0.0722],
+                [0.0193, 0.1192, 0.9505],
+            ]
+        )
+        @ seen
+        / np.array([0.95047, 1.0, 1.08883])
+    )
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+@pytest.mark.parametrize("deficiency", sorted(_DEFICIENCIES))
+def test_palette_colours_stay_apart_for_colour_blind_readers(deficiency):
+    """Every pair of the palette's colours differs by at least 15 CIELAB units (ΔE*ab) under each
+    simulated dichromacy (Machado et al. 2009); matplotlib's default tab10 fails this (its orange and
+    green are 4.6 apart for a protanope)."""
+    labs = {c: _lab(c, deficiency) for c in plots.PALETTE}
+    closest = min(
+        (float(np.linalg.norm(labs[a] - labs[b])), a, b)
+        for i, a in enumerate(plots.PALETTE)
+        for b in plots.PALETTE[i + 1 :]
+    )
+    assert closest[0] >= 15, f"{closest[1]} and {closest[2]} look alike: {closest}"
+    tab10 = {c: _lab(c, "protanopia") for c in ("#ff7f0e", "#2ca02c")}
+    assert np.linalg.norm(tab10["#ff7f0e"] - tab10["#2ca02c"]) < 15  # the test can fail
+
+
+def test_style_pairs_each_colour_with_its_own_line_style():
+    """The style's cycle gives every series a different colour *and* line style, so lines differ in
+    greyscale; C0-C4 keep their usual hues (blue, orange, green, red, purple) for the prose."""
+    plots.use_style()
+    cycle = list(plt.rcParams["axes.prop_cycle"])
+    assert [c["color"] for c in cycle] == list(plots.PALETTE)
+    styles = [str(c["linestyle"]) for c in cycle]
+    assert len(set(styles)) == len(styles) == len(plots.PALETTE)
+    assert plots.PALETTE[:5] == ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7")
+
+
+def test_roofline_lines_differ_in_line_style():
+    """Three devices on one roofline plot: three lines, three line styles."""
+    _, ax = plots.roofline_plot(["T4", "A100", "H100"], "bf16")
+    lines = _labelled_lines(ax)
+    assert len(lines) == 2  # the T4 has no bf16
+    _, ax = plots.roofline_plot(["T4", "A100", "H100"], "fp16")
+    lines = _labelled_lines(ax)
+    assert len({str(line.get_linestyle()) for line in lines}) == len(lines) == 3
+
+
+def test_sweep_and_resnet_encode_more_than_colour():
+    """draw_sweep: time and throughput differ in line style, each bound in hatching;
+    draw_resnet50: memory-bound markers are filled, compute-bound ones hollow."""
+    sweep = batching.linear_sweep([1, 16, 256, 4096], 4096, 4096, "t4", overhead=5e-6)
+    fig, ax = plots.new_figure()
+    twin = plots.draw_sweep(ax, sweep)
+    assert ax.lines[0].get_linestyle() != twin.lines[0].get_linestyle()
+    assert len(set(plots.BOUND_HATCHES.values())) == len(plots.BOUND_HATCHES)
+    assert {p.get_hatch() or "" for p in ax.patches} == {
+        plots.BOUND_HATCHES[b] for b in set(sweep.bound)
+    }
+    fig, ax = plots.new_figure()
+    rows = plots.draw_resnet50(ax, 8, "T4")
+    fills = {
+        line.get_label().rsplit(", ", 1)[1]: line.get_fillstyle()
+        for line in _labelled_lines(ax)
+        if "bound" in line.get_label()
+    }
+    assert {r.bound for r in rows} == {"memory", "compute"}
+    assert fills == {"memory-bound": "full", "compute-bound": "none"}
+
+
+def test_text_in_the_helpers_figures_is_at_least_9_points():
+    """No tick label, axis label, title, legend entry or annotation the helpers draw is below 9 pt."""
+    figures = []
+    fig, ax = plots.roofline_plot(["T4", "H100"], ["fp16", "fp32"], points={"a": 1.0})
+    plots.mark_ops(ax, {"b": 10.0, "c": 100.0}, "T4")
+    plots.label_ridges(ax, ["T4", "H100"], dtypes=["fp16", "fp32"])
+    figures.append(fig)
+    sweep = batching.linear_sweep([1, 16, 256, 4096], 4096, 4096, "t4", overhead=5e-6)
+    fig, ax = plots.new_figure()
+    plots.draw_sweep(ax, sweep, knee=100.0, mark=16)
+    figures.append(fig)
+    fig, ax = plots.new_figure()
+    plots.draw_resnet50(ax, 8, "T4")
+    figures.append(fig)
+    for fig in figures:
+        fig.canvas.draw()
+        texts = [
+            t
+            for t in fig.findobj(matplotlib.text.Text)
+            if t.get_visible() and t.get_text().strip()
+        ]
+        assert texts
+        small = [
+            (t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 9
+        ]
+        assert small == [], f"text below 9 pt: {small[:5]}"
+        plt.close(fig)

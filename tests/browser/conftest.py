@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from book_paths import CHROMIUM, HTML, SCREENSHOTS
+from book_paths import CHROMIUM, HTML, SCREENSHOTS, STUDENT_HTML
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -36,7 +36,20 @@ def site() -> Iterator[str]:
     """Serve the built book on 127.0.0.1 and yield its base URL."""
     if not (HTML / "intro.html").exists():
         pytest.fail(f"no built book at {HTML}: run `make book` first")
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    yield from _serve(HTML)
+
+
+@pytest.fixture(scope="session")
+def student_site() -> Iterator[str]:
+    """Serve the built student edition on 127.0.0.1 and yield its base URL (skip if not built)."""
+    if not (STUDENT_HTML / "intro.html").exists():
+        pytest.skip(f"no student edition at {STUDENT_HTML}: `make student` builds it")
+    yield from _serve(STUDENT_HTML)
+
+
+def _serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` over HTTP on 127.0.0.1 until the generator is closed."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -71,3 +84,19 @@ def screenshots() -> Path:
     """Folder for page screenshots (uploaded as CI artifacts)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+# axe violations below serious impact, by (rule, impact, help): the pages they occur on. Filled by
+# test_accessibility.py, listed after the run (they do not fail it).
+AXE_MINOR: dict[tuple[str, str, str], list[str]] = {}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """List what axe reported below serious impact, rule by rule."""
+    if not AXE_MINOR:
+        return
+    terminalreporter.section("axe violations below serious impact (not failing)")
+    for (rule, impact, help_text), pages in sorted(AXE_MINOR.items()):
+        terminalreporter.write_line(
+            f"{rule} ({impact}): {help_text}: {len(pages)} pages, e.g. {', '.join(pages[:3])}"
+        )
