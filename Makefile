@@ -1,7 +1,8 @@
 # Two commands do everything on a fresh machine with Python >= 3.10:
 #   make book   -- set up .venv and build the HTML book into _build/html (zero warnings)
 #   make test   -- set up .venv, lint, run the unit tests (and docstring examples), check every notebook
-#                  with nbval, build the book and check it in a browser, build the student edition
+#                  with nbval, build the book and check it in a browser (axe-core too), build the student
+#                  edition and check it, build both PDFs and grade an otter assignment
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +13,7 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: gpu-labs gpu-wheels setup lite-wheels mathjax book student lint test test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
+.PHONY: gpu-labs gpu-wheels setup lite-wheels mathjax axe rdma-libs system-deps book student lint test test-code test-site test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
@@ -68,6 +69,24 @@ $(MATHJAX_STAMP):
 
 mathjax: $(MATHJAX_STAMP)
 
+# axe-core, the accessibility engine tests/browser/test_accessibility.py injects into every page:
+# the npm package's axe.min.js, fetched once (the stamp names the version) and checked against a
+# pinned sha256, like MathJax. Only the tests use it; it never reaches the built site.
+AXE_VERSION := 4.14.1
+AXE_SHA256 := e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745
+AXE_DIR := _axe
+AXE_STAMP := $(AXE_DIR)/axe-core-$(AXE_VERSION).stamp
+
+$(AXE_STAMP):
+	rm -rf $(AXE_DIR) && mkdir -p $(AXE_DIR)/npm
+	cd $(AXE_DIR)/npm && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null
+	echo "$(AXE_SHA256)  $(AXE_DIR)/npm/axe-core-$(AXE_VERSION).tgz" | sha256sum -c --quiet -
+	tar -xzf $(AXE_DIR)/npm/axe-core-$(AXE_VERSION).tgz -C $(AXE_DIR) --strip-components=1 package/axe.min.js package/LICENSE
+	rm -rf $(AXE_DIR)/npm
+	touch $@
+
+axe: $(AXE_STAMP)
+
 book: lite-wheels mathjax
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 
@@ -84,10 +103,22 @@ lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-test-unit: setup
+# The RDMA and NUMA libraries the Mooncake wheel links against (its TCP transport loads them too):
+# installed with apt-get when missing and running as root (CI), as chromium is below. Without
+# them, and without root, tests/test_kvpool.py skips and lab 7 falls back to a socket.
+RDMA_LIBS := libibverbs1 librdmacm1 libnuma1
+
+rdma-libs:
+	@if ! dpkg -s $(RDMA_LIBS) >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(RDMA_LIBS); \
+	  else echo "warning: $(RDMA_LIBS) missing (not root, or no apt-get): the Mooncake tests will skip"; fi; \
+	fi
+
+test-unit: setup rdma-libs
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser
 
-test-notebooks: setup
+test-notebooks: setup rdma-libs
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env chapters appendix
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env labs
 
@@ -101,11 +132,12 @@ $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 # The checks alone, on a book already built (CI's book job builds once and checks that build).
-browser-check: setup
-	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider
+browser-check: setup axe
+	$(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -k "not student_edition"
 
-student-check: setup
+student-check: setup axe
 	$(BIN)/python -m pytest tests/test_student_edition.py -q -p no:cacheprovider -k built
+	$(BIN)/python -m pytest tests/browser/test_accessibility.py -q -p no:cacheprovider -k student_edition
 
 test-browser: test-book $(CHROMIUM)
 	$(MAKE) --no-print-directory browser-check
@@ -113,7 +145,58 @@ test-browser: test-book $(CHROMIUM)
 test-student: student
 	$(MAKE) --no-print-directory student-check
 
-test: lint test-unit test-notebooks test-browser test-student
+# For instructors (README, "Teaching with this book"): each chapter's and lab's exercises as an
+# otter-grader assignment (student notebook, solutions notebook, Gradescope autograder zip).
+.PHONY: assignments pdf test-teaching print-tex-packages
+
+assignments: setup
+	$(BIN)/python tools/assignments.py
+
+# The printable edition: Jupyter Book's LaTeX builder typeset by xelatex (latexmk), the whole book
+# and the student edition, into $(PDF_OUT)/_build/latex/book.pdf and $(PDF_OUT)/student/_build/latex/book.pdf.
+# TeX Live comes from Debian, installed when missing as chromium is (root in CI).
+XELATEX ?= /usr/bin/xelatex
+PDF_OUT ?= _build/pdf
+TEX_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended lmodern fonts-freefont-otf latexmk poppler-utils
+
+print-tex-packages:
+	@echo $(TEX_PACKAGES)
+
+$(XELATEX):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES)
+
+pdf: setup $(XELATEX)
+	$(BIN)/jupyter-book build . --builder pdflatex --path-output $(PDF_OUT)
+	$(BIN)/python tools/student_edition.py config $(PDF_OUT)/student/_config.yml
+	$(BIN)/jupyter-book build . --builder pdflatex --config $(PDF_OUT)/student/_config.yml --path-output $(PDF_OUT)/student
+
+# Grading runs otter on Chapter 3's solutions, its blank student notebook and a wrong answer; the
+# PDF checks read what `make pdf` built.
+test-teaching: pdf assignments
+	TEST_TEACHING=1 PDF_OUT=$(PDF_OUT) $(BIN)/python -m pytest tests/test_assignments.py tests/test_pdf.py -q -p no:cacheprovider
+
+# System packages, installed one after another before anything runs in parallel (apt-get holds a lock).
+system-deps: rdma-libs $(CHROMIUM) $(XELATEX)
+
+# `make test`: lint and the system packages first, then two independent chains side by side, one per
+# core of a small CI runner, each stage printing its wall time (the chains are balanced by those times).
+#   code:  unit tests and doctests, every notebook (strict nbval on chapters, lax on labs), the PDFs
+#          and otter grading
+#   site:  the book and its browser and accessibility checks, the student edition and its checks
+STAGE = @t0=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
+	echo "== make $(1): $$(( $$(date +%s) - t0 )) s, exit $$rc"; exit $$rc
+
+test: lint system-deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-code test-site
+
+test-code: setup
+	$(call STAGE,test-unit)
+	$(call STAGE,test-notebooks)
+	$(call STAGE,test-teaching)
+
+test-site: setup
+	$(call STAGE,test-browser)
+	$(call STAGE,test-student)
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
 # lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU

@@ -17,10 +17,20 @@ Modules, one concept each:
   measured knee
 * :mod:`helpers.convnets` -- convolutions on the roofline: intensity limits,
   ResNet-50 layer by layer
+* :mod:`helpers.dispatch`, :mod:`helpers.fusion`, :mod:`helpers.l2cache` --
+  what real hardware adds to the roofline: CPU-GPU asynchrony, unfused
+  elementwise kernels, the L2 cache (tiles and waves are in :mod:`helpers.ops`,
+  several compute roofs and derated ceilings in :mod:`helpers.roofline`)
+* :mod:`helpers.calibration` -- fitting the first- and second-order time
+  models to measurements and testing them on held-out points
+* :mod:`helpers.profiling` -- sorting a profiler's kernels into matrix and
+  elementwise work
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the
   largest batch that fits, batches under a latency target
+* :mod:`helpers.serving` -- serving under TTFT and TBT targets: a decode
+  step with a prefill chunk, goodput, the prefill-to-decode ratio
 * :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
@@ -29,7 +39,8 @@ Modules, one concept each:
 * :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
   prefill, and every request of a trace through a tier hierarchy
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
-  :mod:`helpers.kvtransfer` -- measuring this machine (torch, imported lazily)
+  :mod:`helpers.kvtransfer`, :mod:`helpers.kvpool` -- measuring this machine
+  (torch, imported lazily; ``kvpool``: a local Mooncake Store pool)
 * :mod:`helpers.plots`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
   :mod:`helpers.exercises`, :mod:`helpers.formatting` -- the book's figures,
   calculator harness, the chapters' calculators, answer checks, and printed

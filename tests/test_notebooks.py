@@ -173,6 +173,40 @@ def test_prose_cells_hide_their_input(path):
             )
 
 
+_FILE_NAME = re.compile(
+    r"^\S+\.(png|jpe?g|svg|gif)$|^(figure|fig\.?|image|plot)\s*\d*$", re.I
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    CHAPTERS + LABS + [ROOT / "appendix" / "hardware.ipynb"],
+    ids=lambda p: p.name,
+)
+def test_every_figure_has_alt_text(path):
+    """Every cell that outputs an image says in words what it shows (WCAG 2.1, 1.1.1 Non-text content).
+
+    myst-nb writes cell metadata ``mystnb.image.alt`` into the ``<img alt>``; without it the alt
+    text is the image's file name. The text must be at least a sentence, not a file name or "figure 3".
+    """
+    for index, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "code" or not any(
+            mime.startswith("image/")
+            for output in cell.get("outputs", [])
+            for mime in output.get("data", {})
+        ):
+            continue
+        alt = str(cell.metadata.get("mystnb", {}).get("image", {}).get("alt", ""))
+        where = f"{path.name} cell {index} ({cell.source.strip()[:60]!r})"
+        assert alt.strip(), f"{where}: a figure without alt text"
+        assert not _FILE_NAME.match(alt.strip()), (
+            f"{where}: alt text {alt!r} says nothing"
+        )
+        assert len(alt.split()) >= 12 and alt.rstrip().endswith("."), (
+            f"{where}: alt text {alt!r} is not a sentence saying what the figure shows"
+        )
+
+
 def test_one_largest_batch_in_every_chapter():
     """Chapters 5, 8 and 9 state the same largest batch for Llama-3-70B on 8xH100 at 4,096 tokens.
 
