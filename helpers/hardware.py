@@ -281,7 +281,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "FP32 (31.4)."
         ),
         aliases=("v100", "tesla v100"),
-        torch_names=(r"v100",),
+        torch_names=(r"v100(?!.*pcie)",),
         sm_count=80,
         l2_bytes=6 * MIB,
         vector_peak_flops={"fp32": 15.7 * TERA, "fp16": 31.4 * TERA},
@@ -309,7 +309,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source=_A100_PDF,
         notes=_AMPERE_DENSE,
         aliases=("a100", "a100-80gb", "a100 80gb", "a100-sxm4-80gb"),
-        torch_names=(r"a100(?!.*40\s*gb)",),
+        torch_names=(r"a100(?!.*40\s*gb)(?!.*pcie)",),
         sm_count=108,
         l2_bytes=40 * MIB,
         vector_peak_flops=_AMPERE_VECTOR,

@@ -392,9 +392,8 @@ TORCH_NAMES = [
     ("Tesla V100-SXM2-16GB", "V100 SXM2"),
     ("Tesla V100-SXM2-32GB", "V100 SXM2"),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
-    ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),  # same peaks and 1,555 GB/s (A100 datasheet)
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
-    ("NVIDIA A100 80GB PCIe", "A100 SXM4 80GB"),
     ("NVIDIA A800-SXM4-80GB", "A800 SXM4 80GB"),
     ("NVIDIA H100 80GB HBM3", "H100 SXM"),
     ("NVIDIA H800", "H800 SXM"),
@@ -410,6 +409,8 @@ NOT_IN_CATALOG = [
     "CPU: Intel(R) Xeon(R) Processor (2 threads)",
     "NVIDIA H100 PCIe",  # 756 dense bf16 TFLOP/s and 2 TB/s, not the SXM's 989.4 and 3.35 (H100 datasheet)
     "NVIDIA H100 NVL",
+    "NVIDIA A100 80GB PCIe",  # 1,935 GB/s, not the SXM's 2,039 (A100 datasheet)
+    "Tesla V100-PCIE-32GB",  # 14 / 112 TFLOP/s fp32 / tensor, not the SXM2's 15.7 / 125 (V100 datasheet)
     "NVIDIA H200 NVL",  # 1,671 sparse bf16 TFLOP/s against the SXM's 1,979 (H200 datasheet)
     "NVIDIA H800 PCIe",  # the H100 PCIe's ceilings, not the H800 SXM's
     "NVIDIA RTX A6000",
