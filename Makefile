@@ -41,7 +41,7 @@ $(LITE_PINS_STAMP): | $(STAMP)
 	touch $@
 
 $(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/data/*) pyproject.toml | $(STAMP)
-	rm -f $(LITE_WHEELS)/gpu_book_helpers-*.whl
+	rm -rf $(LITE_WHEELS)/gpu_book_helpers-*.whl build  # setuptools' build/ would keep deleted modules
 	mkdir -p $(LITE_WHEELS)
 	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
 	touch $@
