@@ -64,7 +64,9 @@ class TimeBreakdown:
     overhead_s : float
         Fixed time per call: launch, framework (s).
     seconds : float
-        ``max(compute_s, memory_s) + overhead_s``: the bound itself (s).
+        ``max(compute_s, memory_s) + overlap * min(compute_s, memory_s) +
+        overhead_s``: the bound itself (s); ``overlap`` is 0 (the roofline's
+        perfect overlap) unless :func:`breakdown` is told otherwise.
     bound : {'compute', 'memory', 'overhead'}
         The term that sets ``seconds`` (``'overhead'`` when the overhead
         exceeds both other terms).
@@ -109,6 +111,7 @@ def breakdown(
     n_gpus: int = 1,
     mfu: float = 1.0,
     roof: Roof = "tensor",
+    overlap: float = 0.0,
 ) -> TimeBreakdown:
     """Split the time of ``flops`` FLOP and ``bytes`` bytes on ``acc`` into its terms.
 
@@ -135,6 +138,10 @@ def breakdown(
         (:meth:`helpers.hardware.Accelerator.vector_flops`, the CUDA cores), where elementwise
         work such as a ReLU runs. One device has several compute ceilings
         (Williams et al. 2009; on an H100 SXM, 989 against 134 TFLOP/s in fp16).
+    overlap : float
+        How much of the shorter term shows, in [0, 1]: 0 is the roofline's
+        perfect overlap of loads and arithmetic (``max``), 1 none at all (their
+        sum, the upper end of :func:`overlap_bounds`).
 
     Returns
     -------
@@ -148,6 +155,9 @@ def breakdown(
     overhead = _validate.non_negative("overhead", overhead)
     n_gpus = _validate.positive_int("n_gpus", n_gpus)
     mfu = _validate.fraction("mfu", mfu)
+    overlap = _validate.non_negative("overlap", overlap)
+    if overlap > 1:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
     if roof == "tensor":
         peak = device.flops(dtype)
     elif roof == "vector":
@@ -160,9 +170,8 @@ def breakdown(
         which: Bound = "overhead"
     else:
         which = "compute" if compute >= memory else "memory"
-    return TimeBreakdown(
-        compute, memory, overhead, max(compute, memory) + overhead, which
-    )
+    seconds = max(compute, memory) + overlap * min(compute, memory) + overhead
+    return TimeBreakdown(compute, memory, overhead, seconds, which)
 
 
 def achievable(

@@ -223,3 +223,107 @@ def test_resnet50_stream_time_between_bounds_and_fusion_helps():
     slow = roofline.achievable("T4", compute_fraction=0.7, memory_fraction=0.8)
     assert convnets.resnet50_stream_time(8, slow) > t
     assert len(convnets.resnet50_kernel_seconds(1, "T4", fused=False)) == 174
+
+
+# --- ops.gemm_time: the second-order model of one (batched) GEMM -------------
+
+
+def test_gemm_time_hand_derived_compute_bound() -> None:
+    """8192-cube bf16 on an H100 SXM, derived by hand.
+
+    No tile is padded. Tiles of 128 x 128: 4096 tiles on 132 SMs in
+    ceil(4096/132) = 32 waves keep 4096 / (32 * 132) = 0.9697 of the SMs
+    busy; 128 x 64: 8192 / (63 * 132) = 0.9851; 64 x 64: 16384 / (125 * 132)
+    = 0.9930, the best (the model does not charge small tiles for their
+    lower data reuse). FLOP = 2 * 8192^3 = 1.0995e12, at 989.4e12 * 0.9930
+    FLOP/s: 1.119 ms; bytes 3 * 8192^2 * 2 = 402.7 MB take 0.12 ms at
+    3.35 TB/s, hidden (overlap 0).
+    """
+    flops = 2 * 8192**3
+    e = 16384 / (125 * 132)
+    expected = flops / (989.4e12 * e)
+    assert_allclose(ops.gemm_time(8192, 8192, 8192, "H100 SXM"), expected, rtol=1e-12)
+
+
+def test_gemm_time_hand_derived_memory_bound() -> None:
+    """A decode-shaped fp8 GEMM (DeepGEMM's m = 64, n = 2112, k = 7168) on an H800 SXM.
+
+    Bytes: A 64 * 7168 + B 7168 * 2112 one byte each, C 64 * 2112 in bf16:
+    15,867,904 bytes, 4.737 us at 3.35 TB/s. FLOP 2 * 64 * 7168 * 2112 =
+    1.938e9 take at most 1.938e9 / 1978.9e12 / e, under 2 us for any e >= 0.5,
+    so the memory term sets the time.
+    """
+    nbytes = 64 * 7168 + 7168 * 2112 + 2 * 64 * 2112
+    t = ops.gemm_time(64, 2112, 7168, "H800 SXM", dtype="fp8", out_dtype="bf16")
+    assert_allclose(t, nbytes / 3.35e12, rtol=1e-12)
+
+
+def test_gemm_time_overlap_and_overhead_add() -> None:
+    """overlap = 1 adds the shorter term; the overhead adds as it is."""
+    m, n, k = 4096, 4096, 512
+    parts = roofline.breakdown(
+        2.0 * m * n * k,
+        2.0 * (m * k + k * n + m * n),
+        "A100 SXM4 80GB",
+        dtype="fp16",
+        mfu=ops.gemm_efficiency(m, n, k, "A100 SXM4 80GB"),
+    )
+    t = ops.gemm_time(
+        m, n, k, "A100 SXM4 80GB", dtype="fp16", overlap=1.0, overhead=3e-6
+    )
+    assert_allclose(t, parts.compute_s + parts.memory_s + 3e-6, rtol=1e-12)
+
+
+@given(
+    m=st.integers(1, 4096),
+    n=st.integers(1, 4096),
+    k=st.integers(1, 4096),
+    batch=st.integers(1, 16),
+    gpu=st.sampled_from(["T4", "A100 SXM4 80GB", "H100 SXM", "L4"]),
+)
+def test_gemm_time_never_beats_the_roofline(
+    m: int, n: int, k: int, batch: int, gpu: str
+) -> None:
+    """Quantization only slows a GEMM: the second-order time >= the datasheet roofline's, within 2x of it... or it is padding."""
+    cost = batch * ops.matmul_cost(m, k, n, dtype="fp16")
+    bound = roofline.roofline_time(cost.flops, cost.bytes, gpu, dtype="fp16")
+    t = ops.gemm_time(m, n, k, gpu, dtype="fp16", batch=batch)
+    assert t >= bound * (1 - 1e-12)
+    # the compute term is at most 1 / (tile_efficiency * wave share) slower
+    assert t <= bound / ops.gemm_efficiency(m, n, k, gpu, batch=batch) * (1 + 1e-12)
+
+
+def test_gemm_time_batch_shares_the_waves() -> None:
+    """Eight 256-cubes in one launch beat eight launches.
+
+    Alone, a 256-cube has 16 tiles of 64 x 64 and k = 256 allows no split-K:
+    16 of 132 SMs work, and its 33.6 MFLOP take 0.28 us against 0.12 us for
+    its 393 kB. Eight in one launch give 128 tiles, 128 / 132 busy: the
+    compute term is the same 0.28 us, and the launch is now memory-bound,
+    8 * 393 kB in 0.94 us, well under eight launches' 2.24 us.
+    """
+    one = ops.gemm_time(256, 256, 256, "H100 SXM")
+    eight = ops.gemm_time(256, 256, 256, "H100 SXM", batch=8)
+    assert_allclose(one, 2 * 256**3 / (989.4e12 * 16 / 132), rtol=1e-12)
+    assert_allclose(eight, 8 * 3 * 2 * 256**2 / 3.35e12, rtol=1e-12)
+    assert eight < 8 * one / 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"m": 0}, "m"),
+        ({"batch": 0}, "batch"),
+        ({"overlap": 1.5}, "overlap"),
+        ({"overhead": -1.0}, "overhead"),
+    ],
+)
+def test_gemm_time_rejects_bad_input(kwargs: dict, name: str) -> None:
+    args = {"m": 64, "n": 64, "k": 64} | kwargs
+    with pytest.raises(ValueError, match=name):
+        ops.gemm_time(args.pop("m"), args.pop("n"), args.pop("k"), "A100", **args)
+
+
+def test_gemm_time_needs_an_sm_count() -> None:
+    with pytest.raises(KeyError, match="SM count"):
+        ops.gemm_time(64, 64, 64, "H20")
