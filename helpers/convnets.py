@@ -10,7 +10,9 @@ computed by :func:`helpers.roofline.crossing_batch`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from . import _validate, dispatch, fusion
 from .hardware import Accelerator, dtype_bytes, get_accelerator
@@ -222,6 +224,16 @@ def memory_time_share(
     return memory / sum(row.seconds for row in rows)
 
 
+VECTOR_DTYPE: Mapping[str, str] = MappingProxyType({"tf32": "fp32", "int8": "fp32"})
+"""The vector-roof dtype of elementwise work on data stored in a tensor-core-only format.
+
+TF32 is an input format of the tensor cores (NVIDIA A100 whitepaper); a
+TF32 network keeps its activations in FP32, and its batch norms and ReLUs
+run on the FP32 lanes. INT8 networks rescale in FP32 or INT32 on the same
+lanes (the catalogue lists no separate integer vector rate).
+"""
+
+
 def resnet50_kernel_seconds(
     batch: int,
     acc: str | Accelerator,
@@ -236,7 +248,9 @@ def resnet50_kernel_seconds(
     ``N`` = filters, ``K = C R S``) on the tensor roof, slowed by tile and
     wave quantization with the library's best tile and split-K
     (:func:`helpers.ops.gemm_efficiency`); batch norms,
-    ReLUs, adds and pools run on the vector roof. Pass
+    ReLUs, adds and pools run on the vector roof; on TF32 or INT8 data,
+    whose formats only the tensor cores compute in, they run on the FP32
+    lanes (:data:`VECTOR_DTYPE`). Pass
     :func:`helpers.roofline.achievable` for derated ceilings.
     """
     device = get_accelerator(acc)
@@ -257,7 +271,11 @@ def resnet50_kernel_seconds(
             parts = breakdown(cost.flops, cost.bytes, device, dtype=dtype, mfu=e)
         else:
             parts = breakdown(
-                cost.flops, cost.bytes, device, dtype=dtype, roof="vector"
+                cost.flops,
+                cost.bytes,
+                device,
+                dtype=VECTOR_DTYPE.get(dtype, dtype),
+                roof="vector",
             )
         seconds.append(parts.seconds)
     return seconds

@@ -104,6 +104,31 @@ MOONCAKE_TRANSFER_ENGINE: tuple[MeasuredTransfer, ...] = (
 testbed, not in this book."""
 
 
+def link_time(
+    nbytes: float, link: str | Link, *, n_links: int = 1, efficiency: float = 1.0
+) -> float:
+    """Seconds to move ``nbytes`` bytes over ``n_links`` copies of ``link``.
+
+    ``latency + nbytes / (efficiency * n_links * bandwidth)``.
+
+    ``link`` is a catalog :class:`~helpers.hardware.Link`, its name, or a
+    tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
+    ``as_link``). ``efficiency`` in (0, 1] is the share of the line rate a
+    transfer actually gets (1 = line rate, the most favourable case for
+    fetching; Mooncake measured 0.87 and 0.475, :data:`MOONCAKE_TRANSFER_ENGINE`).
+
+    Examples
+    --------
+    >>> round(link_time(1e9, "100 GbE NIC", efficiency=0.87) * 1e3, 1)
+    92.0
+    """
+    chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
+    nbytes = _validate.non_negative("nbytes", nbytes)
+    n_links = _validate.positive_int("n_links", n_links)
+    efficiency = _validate.fraction("efficiency", efficiency)
+    return chosen.latency + nbytes / (efficiency * n_links * chosen.bandwidth)
+
+
 def transfer_time(
     model: str | ModelConfig,
     tokens: int,
@@ -113,19 +138,16 @@ def transfer_time(
     n_links: int = 1,
     efficiency: float = 1.0,
 ) -> float:
-    """Seconds to fetch the KV cache of ``tokens`` tokens: ``latency + bytes / (efficiency * n_links * bandwidth)``.
+    """Seconds to fetch the KV cache of ``tokens`` tokens: :func:`link_time` of its bytes.
 
-    ``link`` is a catalog :class:`~helpers.hardware.Link`, its name, or a
-    tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
-    ``as_link``). ``efficiency`` in (0, 1] is the share of the line rate a
-    transfer actually gets (1 = line rate, the most favourable case for
-    fetching; Mooncake measured 0.87 and 0.475, :data:`MOONCAKE_TRANSFER_ENGINE`).
+    Parameters as in :func:`link_time`; the bytes are
+    :func:`helpers.llm.kv_cache_bytes` in ``dtype``.
     """
-    chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
-    n_links = _validate.positive_int("n_links", n_links)
-    efficiency = _validate.fraction("efficiency", efficiency)
-    return chosen.latency + kv_cache_bytes(model, tokens, dtype=dtype) / (
-        efficiency * n_links * chosen.bandwidth
+    return link_time(
+        kv_cache_bytes(model, tokens, dtype=dtype),
+        link,
+        n_links=n_links,
+        efficiency=efficiency,
     )
 
 

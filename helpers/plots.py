@@ -27,6 +27,7 @@ from .batching import BatchSweep
 from .convnets import LayerRoofline, resnet50_roofline
 from .hardware import Accelerator, get_accelerator
 from .roofline import attainable_flops, ridge_point
+from .validation import Comparison
 
 PALETTE = (
     "#0072B2",  # blue
@@ -416,3 +417,81 @@ def plain_log_ticks(*axes: Axes) -> None:
             axis.set_minor_formatter(
                 mticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
             )
+
+
+def draw_predictions(
+    ax: Axes, comparisons: Sequence[Comparison], *, title: str, unit: str
+) -> None:
+    """Predicted against published values of :func:`helpers.validation.compare`, log-log.
+
+    Validation points: the naive roofline as hollow squares, the second-order
+    model as filled circles; calibration points as crosses. The diagonal is a
+    perfect prediction, the hatched band within 40 % of it. Values are
+    divided by the largest published one's power of ten, shown in the
+    axis label with ``unit``.
+    """
+    shown = [c for c in comparisons if c.role != "excluded"]
+    if not shown:
+        raise ValueError(
+            "comparisons must hold at least one calibration or validation point"
+        )
+    published = np.array([c.point.value for c in shown])
+    scale = 10.0 ** np.floor(np.log10(published.max()))
+    lo = min(published.min(), min(min(c.naive, c.second_order) for c in shown)) / scale
+    hi = max(published.max(), max(max(c.naive, c.second_order) for c in shown)) / scale
+    lo, hi = lo / 1.5, hi * 1.5
+    line = np.array([lo, hi])
+    ax.fill_between(
+        line,
+        line / 1.4,
+        line * 1.4,
+        facecolor="none",
+        edgecolor="0.6",
+        hatch="///",
+        linewidth=0,
+        label="within 40 %",
+    )
+    ax.plot(
+        line,
+        line,
+        color="0.3",
+        linestyle="-",
+        linewidth=1,
+        label="prediction = published",
+    )
+    valid = [c for c in shown if c.role == "validation"]
+    calib = [c for c in shown if c.role == "calibration"]
+    ax.scatter(
+        [c.point.value / scale for c in valid],
+        [c.naive / scale for c in valid],
+        marker="s",
+        facecolors="none",
+        edgecolors=PALETTE[1],
+        s=22,
+        label="naive roofline",
+    )
+    ax.scatter(
+        [c.point.value / scale for c in valid],
+        [c.second_order / scale for c in valid],
+        marker="o",
+        color=PALETTE[0],
+        s=14,
+        label="second-order model",
+    )
+    if calib:
+        ax.scatter(
+            [c.point.value / scale for c in calib],
+            [c.second_order / scale for c in calib],
+            marker="x",
+            color=PALETTE[6],
+            s=30,
+            label="calibration point",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    power = f" × 10^{int(np.log10(scale))}" if scale != 1 else ""
+    ax.set_xlabel(f"published ({unit}{power})", fontsize=SMALL)
+    ax.set_ylabel(f"predicted ({unit}{power})", fontsize=SMALL)
+    ax.set_title(title, fontsize=SMALL + 1)

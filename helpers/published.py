@@ -1,0 +1,210 @@
+"""Published GPU measurements: the evidence the book checks its model against.
+
+No GPU has run the book's labs in its committed outputs, so the GPU side of
+every claim is checked against numbers others measured and printed: GEMM
+throughput by shape, achievable peaks, ResNet-50 images/s by batch, LLM
+decode throughput by batch and KV-cache transfer bandwidth. Each point
+records what was measured, on what hardware and software, in which
+precision, and where it was printed (a URL pinned to a commit or a paper,
+and the table or figure). The data live in ``helpers/data/published/``, one
+CSV per kind, copied from the sources as printed (never rounded or read off
+a plot); :func:`load` returns them in SI units.
+
+Units of :attr:`Measurement.value`: FLOP/s, bytes/s, images/s, tokens/s or
+seconds, as :attr:`Measurement.unit` says.
+
+Examples
+--------
+>>> from helpers import published
+>>> points = published.load("gemm")
+>>> all(p.source.startswith("https://") for p in points)
+True
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from . import _validate
+from .hardware import get_accelerator
+
+Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
+KINDS: tuple[Kind, ...] = ("gemm", "peak", "resnet50", "decode", "kv_transfer")
+"""The kinds of measurement, one CSV file each."""
+
+DATA_DIR = Path(__file__).parent / "data" / "published"
+
+_SCALE = MappingProxyType(
+    {
+        "TFLOP/s": (1e12, "FLOP/s"),
+        "TFLOPS": (1e12, "FLOP/s"),
+        "GB/s": (1e9, "B/s"),
+        "GiB/s": (2.0**30, "B/s"),
+        "TB/s": (1e12, "B/s"),
+        "Gb/s": (1e9 / 8, "B/s"),
+        "images/s": (1.0, "images/s"),
+        "tokens/s": (1.0, "tokens/s"),
+        "ms": (1e-3, "s"),
+        "us": (1e-6, "s"),
+        "s": (1.0, "s"),
+    }
+)
+"""Printed unit -> (factor to SI, SI unit)."""
+
+_COMMON = ("gpu", "software", "source_url", "source_locator", "notes")
+_COLUMNS: Mapping[Kind, tuple[str, ...]] = MappingProxyType(
+    {
+        "gemm": ("precision", "m", "n", "k", "batch", "quantity", "value", "unit"),
+        "peak": ("quantity", "precision", "value", "unit", "benchmark", "size"),
+        "resnet50": (
+            "precision",
+            "batch",
+            "quantity",
+            "value",
+            "unit",
+            "framework",
+            "image_size",
+            "latency_ms",
+        ),
+        "decode": (
+            "num_gpus",
+            "model",
+            "precision",
+            "kv_precision",
+            "batch",
+            "input_len",
+            "output_len",
+            "quantity",
+            "value",
+            "unit",
+            "framework",
+        ),
+        "kv_transfer": (
+            "link",
+            "protocol",
+            "nominal_gbps",
+            "num_links",
+            "message_bytes",
+            "quantity",
+            "value",
+            "unit",
+            "what_moves",
+        ),
+    }
+)
+"""The columns of each kind's CSV besides the common ones."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    gpu : str or None
+        Catalogue name of the GPU (:func:`helpers.hardware.get_accelerator`);
+        ``None`` for a host-to-host transfer.
+    precision : str or None
+        Storage dtype of the operands (``"fp16"`` for automatic mixed
+        precision); ``None`` for a bandwidth.
+    quantity : str
+        What the number is, e.g. ``"throughput"``, ``"memory_bandwidth"``.
+    value : float
+        The number in :attr:`unit` (SI: FLOP/s, B/s, images/s, tokens/s, s).
+    unit : str
+        SI unit of :attr:`value`.
+    setting : Mapping
+        The kind's own columns (shape, batch, model, link ...), as printed.
+    software : str
+        Library, framework and versions the source names.
+    source : str
+        URL (pinned to a commit for repositories).
+    locator : str
+        Table, figure or section in the source, and the row.
+    notes : str
+        How it was measured, the GPU-name mapping, caveats.
+    """
+
+    kind: Kind
+    gpu: str | None
+    precision: str | None
+    quantity: str
+    value: float
+    unit: str
+    setting: Mapping[str, str] = field(default_factory=dict)
+    software: str = ""
+    source: str = ""
+    locator: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        _validate.positive("value", self.value)
+        if not self.source.startswith("https://"):
+            raise ValueError(f"source must be an https URL, got {self.source!r}")
+        if not self.locator:
+            raise ValueError("locator must say where in the source the number is")
+        object.__setattr__(self, "setting", MappingProxyType(dict(self.setting)))
+
+    def integer(self, column: str) -> int:
+        """:attr:`setting` ``column`` as an int (``KeyError`` if absent or blank)."""
+        text = self.setting.get(column, "")
+        if not text:
+            raise KeyError(f"{self.kind} point has no {column!r}")
+        return int(text)
+
+
+def _row(kind: Kind, row: Mapping[str, str], where: str) -> Measurement:
+    missing = [c for c in (*_COMMON, *_COLUMNS[kind]) if c not in row]
+    if missing:
+        raise KeyError(f"{where}: missing columns {missing}")
+    unit = row["unit"]
+    if unit not in _SCALE:
+        raise ValueError(f"{where}: unit must be one of {list(_SCALE)}, got {unit!r}")
+    factor, si = _SCALE[unit]
+    gpu = row["gpu"] or None
+    if gpu is not None:
+        gpu = get_accelerator(gpu).name
+    setting = {c: row[c] for c in _COLUMNS[kind] if c not in ("value", "unit")}
+    return Measurement(
+        kind=kind,
+        gpu=gpu,
+        precision=row.get("precision") or None,
+        quantity=row["quantity"],
+        value=float(row["value"]) * factor,
+        unit=si,
+        setting=setting,
+        software=row["software"],
+        source=row["source_url"],
+        locator=row["source_locator"],
+        notes=row["notes"],
+    )
+
+
+def load(
+    kind: Kind | None = None, *, gpu: str | None = None
+) -> tuple[Measurement, ...]:
+    """The published measurements of ``kind`` (all kinds if ``None``), optionally on one ``gpu``.
+
+    Raises ``ValueError`` for an unknown kind and ``KeyError`` for an unknown GPU.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+    name = None if gpu is None else get_accelerator(gpu).name
+    out = []
+    for k in KINDS if kind is None else (kind,):
+        path = DATA_DIR / f"{k}.csv"
+        with path.open(newline="", encoding="utf-8") as f:
+            for i, row in enumerate(csv.DictReader(f), start=2):
+                point = _row(k, row, f"{path.name} line {i}")
+                if name is None or point.gpu == name:
+                    out.append(point)
+    return tuple(out)

@@ -1,0 +1,240 @@
+"""Tests of the published GPU measurements (helpers.published) and the model's check against them (helpers.validation).
+
+Hand-derived values: the H100 SXM's achievable fractions from its MAMF and
+BabelStream rows (794.5 of 989.4 TFLOP/s bf16, 3.18 of 3.35 TB/s); one
+DeepGEMM row's unit conversion; the second-order GEMM time of one shape.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from helpers import ops, published, roofline, validation
+from helpers.hardware import DTYPE_BYTES
+
+PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/(blob|tree)/[0-9a-f]{40}/")
+SI_UNITS = {"FLOP/s", "B/s", "images/s", "tokens/s", "s"}
+
+
+def test_dataset_size_and_breadth() -> None:
+    """The issue's minimum: >= 100 points, >= 4 GPUs, >= 4 kinds."""
+    points = published.load()
+    assert len(points) >= 100
+    assert len({p.gpu for p in points if p.gpu}) >= 4
+    assert {p.kind for p in points} == set(published.KINDS)
+
+
+@pytest.mark.parametrize("kind", published.KINDS)
+def test_every_point_is_cited_and_in_si_units(kind: str) -> None:
+    for p in published.load(kind):
+        assert p.source.startswith("https://")
+        if (
+            p.source.startswith("https://github.com/")
+            and "/pull/" not in p.source
+            and "/issues/" not in p.source
+        ):
+            assert PINNED.match(p.source), (
+                f"GitHub source not pinned to a commit: {p.source}"
+            )
+        assert len(p.locator) > 10
+        assert p.unit in SI_UNITS
+        assert math.isfinite(p.value) and p.value > 0
+        assert (
+            p.precision is None or p.precision in DTYPE_BYTES or p.precision == "int4"
+        )
+
+
+def test_units_are_converted_to_si() -> None:
+    """DeepGEMM README, M=64 N=2112 K=7168 on the H800: printed 206 TFLOPS."""
+    (point,) = [
+        p
+        for p in published.load("gemm", gpu="H800 SXM")
+        if (p.setting["m"], p.setting["n"], p.setting["k"]) == ("64", "2112", "7168")
+        and "DeepGEMM" in p.software
+    ]
+    assert point.value == pytest.approx(206e12)
+    assert point.unit == "FLOP/s"
+
+
+def test_load_filters_by_gpu_and_rejects_bad_input() -> None:
+    h100 = published.load("gemm", gpu="H100")
+    assert h100 and {p.gpu for p in h100} == {"H100 SXM"}
+    with pytest.raises(ValueError, match="kind"):
+        published.load("conv")  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        published.load(gpu="no such gpu")
+
+
+def test_a_point_needs_a_source_and_a_locator() -> None:
+    base = dict(
+        kind="gemm",
+        gpu="T4",
+        precision="fp16",
+        quantity="throughput",
+        value=1.0,
+        unit="FLOP/s",
+    )
+    with pytest.raises(ValueError, match="source"):
+        published.Measurement(**base, source="http://example.com", locator="table 1")
+    with pytest.raises(ValueError, match="locator"):
+        published.Measurement(**base, source="https://example.com", locator="")
+    with pytest.raises(ValueError, match="value"):
+        published.Measurement(
+            **(base | {"value": 0.0}), source="https://example.com", locator="table 1"
+        )
+
+
+def test_a_bad_unit_in_a_data_file_names_the_file_and_the_unit(
+    tmp_path, monkeypatch
+) -> None:
+    text = (published.DATA_DIR / "peak.csv").read_text(encoding="utf-8").splitlines()
+    header, row = text[0], text[1]
+    bad = (
+        row.replace(",TFLOP/s,", ",furlongs,")
+        .replace(",GB/s,", ",furlongs,")
+        .replace(",TB/s,", ",furlongs,")
+    )
+    assert bad != row
+    for kind in published.KINDS:
+        (tmp_path / f"{kind}.csv").write_text(
+            header + "\n" if kind != "peak" else header + "\n" + bad + "\n"
+        )
+    monkeypatch.setattr(published, "DATA_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"peak\.csv line 2.*furlongs"):
+        published.load("peak")
+
+
+def test_h100_fractions_by_hand() -> None:
+    """MAMF bf16 794.5 / 989.4 = 0.803; BabelStream's best 3.18 TB/s / 3.35 = 0.949; fp8 MAMF 1402.6 / 1978.9 = 0.709."""
+    c, m = validation.fractions("H100 SXM", "bf16")
+    assert_allclose(c, 794.5 / 989.4, rtol=1e-12)
+    assert_allclose(m, 3.18 / 3.35, rtol=1e-12)
+    assert_allclose(
+        validation.fractions("H100 SXM", "fp8")[0], 1402.6 / 1978.9, rtol=1e-12
+    )
+
+
+def test_a_gpu_without_peak_rows_takes_the_others_median() -> None:
+    """The H800 SXM has no matmul row: its fp8 fraction is the median of the H100's and H200's fp8 MAMF."""
+    c, _ = validation.fractions("H800 SXM", "fp8")
+    assert_allclose(c, (1402.6 / 1978.9 + 1453.4 / 1978.9) / 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", published.KINDS)
+def test_every_point_is_compared_once_with_one_calibration_per_series(
+    kind: str,
+) -> None:
+    comparisons = validation.compare(kind)
+    assert len(comparisons) == len(published.load(kind))
+    series: dict[str, int] = {}
+    for c in comparisons:
+        series.setdefault(c.series, 0)
+        if c.role == "calibration":
+            series[c.series] += 1
+        if c.role != "excluded":
+            assert c.naive > 0 and c.second_order > 0
+    assert all(n <= 1 for n in series.values())
+
+
+def test_calibration_points_are_reproduced_and_mamf_rows_never_validate() -> None:
+    for kind in ("gemm", "resnet50", "decode", "kv_transfer"):
+        for c in validation.with_role(validation.compare(kind), "calibration"):
+            # the fixed cost solves for the point, unless the model is already slower without it
+            assert c.second_order_error == pytest.approx(0, abs=1e-6) or (
+                "0.00" in c.reason or " 0.0 " in c.reason
+            ), (kind, c.series, c.reason, c.second_order_error)
+    for c in validation.compare("gemm"):
+        if "ml-engineering" in c.point.source:
+            assert c.role == "excluded"
+
+
+def test_one_gemm_prediction_by_hand() -> None:
+    """The second-order prediction of a validation GEMM is ops.gemm_time on the derated H100 plus its series' fixed cost."""
+    comparisons = [
+        c
+        for c in validation.compare("gemm")
+        if c.role == "validation"
+        and c.point.gpu == "H100 SXM"
+        and c.point.precision == "bf16"
+    ]
+    c = comparisons[0]
+    cal = [
+        k
+        for k in validation.compare("gemm")
+        if k.series == c.series and k.role == "calibration"
+    ][0]
+    overhead = float(re.search(r"([\d.]+) us", cal.reason)[1]) * 1e-6
+    m, n, k = (int(c.point.setting[x]) for x in "mnk")
+    frac_c, frac_m = validation.fractions("H100 SXM", "bf16")
+    device = roofline.achievable(
+        "H100 SXM", compute_fraction=frac_c, memory_fraction=frac_m
+    )
+    t = ops.gemm_time(
+        m,
+        n,
+        k,
+        device,
+        dtype="bf16",
+        batch=int(c.point.setting["batch"]),
+        overhead=overhead,
+    )
+    assert_allclose(
+        c.second_order, 2 * m * n * k / t, rtol=1e-3
+    )  # the reason prints the overhead to 0.01 us
+    naive = (
+        2
+        * m
+        * n
+        * k
+        / roofline.roofline_time(
+            2 * m * n * k, 2 * (m * k + k * n + m * n), "H100 SXM", dtype="bf16"
+        )
+    )
+    assert_allclose(c.naive, naive, rtol=1e-12)
+
+
+def test_summaries_are_computed_from_the_validation_points() -> None:
+    comparisons = validation.compare("gemm")
+    (overall,) = validation.summarize(comparisons, key=lambda c: "all")
+    valid = validation.with_role(comparisons, "validation")
+    assert overall.points == len(valid)
+    errors = sorted(abs(c.second_order_error) for c in valid)
+    assert overall.second_order_median == pytest.approx(
+        (errors[(len(errors) - 1) // 2] + errors[len(errors) // 2]) / 2
+    )
+    assert overall.meets(median=1.0, p90=10.0)
+    assert not overall.meets(median=0.0, p90=0.0)
+
+
+@given(st.integers(1, 2**40))
+def test_message_bytes_reads_plain_integers(n: int) -> None:
+    assert validation.message_bytes(f"{n} (printed)") == n
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("128 KB", 2**17),
+        ("2 MB", 2**21),
+        ("1.13 GB (total KV)", 1.13 * 2**30),
+        ("64 MiB", 2**26),
+    ],
+)
+def test_message_bytes_reads_units(text: str, expected: float) -> None:
+    assert validation.message_bytes(text) == pytest.approx(expected)
+
+
+def test_message_bytes_rejects_text_without_a_size() -> None:
+    with pytest.raises(ValueError, match="message_bytes"):
+        validation.message_bytes("a lot")
+
+
+def test_compare_rejects_an_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        validation.compare("conv")  # type: ignore[arg-type]
