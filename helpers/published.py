@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from . import _validate
+from .formatting import markdown_table
 from .hardware import get_accelerator
 
 Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
@@ -154,6 +155,30 @@ class Measurement:
             raise ValueError("locator must say where in the source the number is")
         object.__setattr__(self, "setting", MappingProxyType(dict(self.setting)))
 
+    @property
+    def label(self) -> str:
+        """A short description of the setting, e.g. ``"4096 x 7168 x 2048, bf16"``."""
+        s = self.setting
+        if self.kind == "gemm":
+            groups = "" if s["batch"] == "1" else f" x {s['batch']} groups"
+            return f"{s['m']} x {s['n']} x {s['k']}{groups}, {self.precision}"
+        if self.kind == "peak":
+            what = self.quantity.replace("_", " ")
+            return f"{what}{', ' + self.precision if self.precision else ''}"
+        if self.kind == "resnet50":
+            return f"batch {s['batch']}, {self.precision}"
+        if self.kind == "decode":
+            gpus = "" if s["num_gpus"] == "1" else f", {s['num_gpus']} GPUs"
+            out = f"->{s['output_len']}" if s["output_len"] else ""
+            return (
+                f"{s['model']}, batch {s['batch']}, {s['input_len']}{out} tokens"
+                f"{gpus}, {self.quantity.replace('_', ' ')}"
+            )
+        size = s["message_bytes"]
+        if "(" in size and size.split("(")[0].strip().isdigit():  # "1048576 (1 MB)"
+            size = size.split("(")[1].split(")")[0]
+        return f"{size.split(' (')[0]} messages"
+
     def integer(self, column: str) -> int:
         """:attr:`setting` ``column`` as an int (``KeyError`` if absent or blank)."""
         text = self.setting.get(column, "")
@@ -173,7 +198,11 @@ def _row(kind: Kind, row: Mapping[str, str], where: str) -> Measurement:
     gpu = row["gpu"] or None
     if gpu is not None:
         gpu = get_accelerator(gpu).name
-    setting = {c: row[c] for c in _COLUMNS[kind] if c not in ("value", "unit")}
+    setting = {
+        c: row[c]
+        for c in _COLUMNS[kind]
+        if c not in ("value", "unit", "quantity", "precision")
+    }
     return Measurement(
         kind=kind,
         gpu=gpu,
@@ -208,3 +237,38 @@ def load(
                 if name is None or point.gpu == name:
                     out.append(point)
     return tuple(out)
+
+
+def counts_markdown() -> str:
+    """A Markdown table of how many points each GPU (host memory as "host") has of each kind."""
+    points = load()
+    gpus = sorted({p.gpu or "host" for p in points})
+    rows = []
+    for gpu in gpus:
+        mine = [p.kind for p in points if (p.gpu or "host") == gpu]
+        rows.append([gpu, *(mine.count(k) or "" for k in KINDS), len(mine)])
+    totals = [sum(1 for p in points if p.kind == k) for k in KINDS]
+    rows.append(["all", *totals, len(points)])
+    return markdown_table(["GPU", *KINDS, "points"], rows)
+
+
+def sources_markdown() -> str:
+    """A Markdown table of every source file or page: a link, the kinds and GPUs it gives, and its points."""
+    by_source: dict[str, list[Measurement]] = {}
+    for p in load():
+        by_source.setdefault(p.source.split("#")[0], []).append(p)
+    rows = []
+    for url, points in sorted(by_source.items(), key=lambda item: -len(item[1])):
+        if url.startswith("https://github.com/"):
+            parts = url.split("/")
+            repo, path = (
+                "/".join(parts[3:5]),
+                "/".join(parts[7:]) or "/".join(parts[5:]),
+            )
+            name = f"{repo}: {path}"
+        else:
+            name = url.removeprefix("https://")
+        kinds = ", ".join(sorted({p.kind for p in points}))
+        gpus = ", ".join(sorted({p.gpu or "host" for p in points}))
+        rows.append([f"[{name}]({url})", kinds, gpus, len(points)])
+    return markdown_table(["source", "kind", "GPUs", "points"], rows, align="lllr")

@@ -48,6 +48,7 @@ from typing import Literal
 import numpy as np
 
 from . import convnets, dispatch, inference, kvcache, ops, roofline
+from .formatting import format_si, markdown_table
 from .hardware import Accelerator, Link, get_accelerator
 from .published import KINDS, Kind, Measurement, load
 
@@ -99,20 +100,33 @@ def _peak_fraction(p: Measurement) -> float | None:
     acc = get_accelerator(p.gpu)
     if p.quantity == "memory_bandwidth":
         return p.value / acc.memory_bandwidth
-    if p.quantity == "matmul_flops" and _GEMM_LIBRARY.search(p.setting["benchmark"]):
+    benchmark = p.setting["benchmark"]
+    if (
+        p.quantity == "matmul_flops"
+        and _GEMM_LIBRARY.search(benchmark)
+        and "microkernel" not in benchmark
+    ):
         if p.precision in acc.peak_flops:
             return p.value / acc.flops(p.precision)
     return None
 
 
+PRECISION_CLASS = {"fp16": "16-bit", "bf16": "16-bit", "fp8": "8-bit", "int8": "8-bit"}
+"""Precisions that share a tensor-core rate, and so an achievable fraction; others stand alone."""
+
+
+def _class(dtype: str) -> str:
+    return PRECISION_CLASS.get(dtype, dtype)
+
+
 @cache
 def _fraction_table() -> dict[tuple[str, str, str], float]:
-    """Best fraction per (GPU, quantity, precision) over that GPU's usable peak points."""
+    """Best fraction per (GPU, quantity, precision class) over that GPU's usable peak points."""
     best: dict[tuple[str, str, str], float] = {}
     for p in load("peak"):
         f = _peak_fraction(p)
         if f is not None:
-            key = (p.gpu, p.quantity, p.precision or "")
+            key = (p.gpu, p.quantity, _class(p.precision or ""))
             best[key] = max(best.get(key, 0.0), f)
     return best
 
@@ -120,6 +134,7 @@ def _fraction_table() -> dict[tuple[str, str, str], float]:
 def _fraction(name: str, quantity: str, dtype: str, exclude_own: bool) -> float:
     """The first of: own at ``dtype``, own at any precision, others' median at ``dtype``, others' median."""
     table = _fraction_table()
+    dtype = _class(dtype)
     own = (
         []
         if exclude_own
@@ -144,9 +159,10 @@ def fractions(
 
     The compute fraction is the best published matmul measurement through a
     GEMM library (cuBLAS, ``torch.mm``) over the datasheet peak: of that GPU
-    in ``dtype`` (8-bit matmuls reach a smaller share of their peak than
-    16-bit ones on the same chip), else of that GPU in any precision, else
-    the median over the other GPUs in ``dtype``, else in any precision. The
+    in ``dtype``'s class (:data:`PRECISION_CLASS`; 8-bit matmuls reach a
+    smaller share of their peak than 16-bit ones on the same chip), else of
+    that GPU in any precision, else the median over the other GPUs in that
+    class, else in any precision. The
     memory fraction is the best published bandwidth measurement over the
     datasheet's, else the other GPUs' median. Both are capped at 1.
     ``exclude_own`` ignores the GPU's own measurements (to predict them).
@@ -542,14 +558,14 @@ class ErrorSummary:
     second_order_p90: float
 
     def meets(self, *, median: float = 0.15, p90: float = 0.40) -> bool:
-        """Whether the second-order model meets the targets (median and 90th percentile of |error|)."""
+        """Whether the second-order model meets the targets (median, 90th percentile of the absolute error)."""
         return self.second_order_median <= median and self.second_order_p90 <= p90
 
 
 def summarize(
     comparisons: Iterable[Comparison], key: Callable[[Comparison], str]
 ) -> list[ErrorSummary]:
-    """|error| statistics of the validating comparisons, grouped by ``key``."""
+    """Absolute relative error statistics of the validating comparisons, grouped by ``key``."""
     groups: dict[str, list[Comparison]] = defaultdict(list)
     for c in comparisons:
         if c.role == "validation":
@@ -576,14 +592,142 @@ def with_role(comparisons: Iterable[Comparison], role: Role) -> list[Comparison]
     return [c for c in comparisons if c.role == role]
 
 
-__all__ = [
-    "Comparison",
-    "ErrorSummary",
-    "LINK_EFFICIENCY",
-    "achievable_device",
-    "compare",
-    "fractions",
-    "message_bytes",
-    "summarize",
-    "with_role",
-]
+def _percent(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def summary_markdown(kind: Kind, *, median: float = 0.15, p90: float = 0.40) -> str:
+    """A Markdown table of both models' absolute relative error per GPU on the validating points of ``kind``.
+
+    The last column says whether the second-order model meets the targets
+    (``median`` and ``p90`` of the absolute relative error); groups of fewer than 10
+    points are reported but not judged.
+    """
+    comparisons = compare(kind)
+    groups = summarize(comparisons, key=lambda c: c.point.gpu or "host memory")
+    groups.sort(key=lambda g: -g.points)
+    groups += summarize(comparisons, key=lambda c: "all")
+    rows = []
+    for g in groups:
+        verdict = (
+            "too few points"
+            if g.points < 10
+            else ("met" if g.meets(median=median, p90=p90) else "missed")
+        )
+        name = f"**{g.group}**" if g.group == "all" else g.group
+        rows.append(
+            [
+                name,
+                g.points,
+                _percent(g.naive_median),
+                _percent(g.naive_p90),
+                _percent(g.second_order_median),
+                _percent(g.second_order_p90),
+                verdict,
+            ]
+        )
+    return markdown_table(
+        [
+            "GPU",
+            "points",
+            "naive median",
+            "naive p90",
+            "second-order median",
+            "second-order p90",
+            f"targets ({_percent(median)}, {_percent(p90)})",
+        ],
+        rows,
+        align="lrrrrrl",
+    )
+
+
+def worst_markdown(kind: Kind, n: int = 4) -> str:
+    """A Markdown table of the ``n`` validating points of ``kind`` the second-order model misses most."""
+    valid = with_role(compare(kind), "validation")
+    valid.sort(key=lambda c: -abs(c.second_order_error))
+    rows = [
+        [
+            c.series,
+            c.point.label,
+            format_si(c.point.value, c.point.unit),
+            format_si(c.naive, c.point.unit),
+            format_si(c.second_order, c.point.unit),
+            f"{100 * c.second_order_error:+.0f} %",
+        ]
+        for c in valid[:n]
+    ]
+    return markdown_table(
+        ["series", "setting", "published", "naive", "second-order", "error"],
+        rows,
+        align="llrrrr",
+    )
+
+
+def calibration_markdown() -> str:
+    """A Markdown table of every calibration point: its series, setting, value and the parameter it fixes."""
+    rows = []
+    for kind in KINDS:
+        for c in with_role(compare(kind), "calibration"):
+            rows.append(
+                [
+                    kind,
+                    c.series,
+                    c.point.label,
+                    format_si(c.point.value, c.point.unit),
+                    c.reason,
+                ]
+            )
+    return markdown_table(
+        ["kind", "series", "point", "published", "fixes"], rows, align="llllr"
+    )
+
+
+def fractions_markdown() -> str:
+    """A Markdown table of each catalogued GPU's achievable fractions, as :func:`fractions` derives them."""
+    table = _fraction_table()
+    rows = []
+    for gpu in sorted({g for g, _, _ in table}):
+        for dtype in sorted(
+            {d for g, q, d in table if g == gpu and q == "matmul_flops"}
+        ):
+            c, m = fractions(gpu, dtype)
+            rows.append([gpu, dtype, _percent(c), _percent(m)])
+    return markdown_table(
+        ["GPU", "matmul precision", "matmul share of peak", "bandwidth share of peak"],
+        rows,
+    )
+
+
+def targets_markdown(*, median: float = 0.15, p90: float = 0.40) -> str:
+    """A Markdown table, one row per kind: both models' errors over all GPUs, and the targets met."""
+    rows = []
+    for kind in KINDS:
+        comparisons = compare(kind)
+        (g,) = summarize(comparisons, key=lambda c: "all")
+        calibrating = len(with_role(comparisons, "calibration"))
+        rows.append(
+            [
+                kind,
+                g.points,
+                calibrating,
+                _percent(g.naive_median),
+                _percent(g.naive_p90),
+                _percent(g.second_order_median),
+                _percent(g.second_order_p90),
+                "met" if g.meets(median=median, p90=p90) else "missed",
+            ]
+        )
+    return markdown_table(
+        [
+            "kind",
+            "validating points",
+            "calibration points",
+            "naive median",
+            "naive p90",
+            "second-order median",
+            "second-order p90",
+            f"targets ({_percent(median)}, {_percent(p90)})",
+        ],
+        rows,
+        align="lrrrrrrl",
+    )

@@ -238,3 +238,36 @@ def test_message_bytes_rejects_text_without_a_size() -> None:
 def test_compare_rejects_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="kind"):
         validation.compare("conv")  # type: ignore[arg-type]
+
+
+def test_labels_describe_each_kind() -> None:
+    labels = {p.kind: p.label for p in published.load()}
+    assert re.fullmatch(r"\d+ x \d+ x \d+( x \d+ groups)?, \w+", labels["gemm"])
+    assert re.fullmatch(r"batch \d+, \w+", labels["resnet50"])
+    assert "batch" in labels["decode"] and "tokens" in labels["decode"]
+    assert labels["kv_transfer"].endswith("messages")
+
+
+def test_counts_table_adds_up() -> None:
+    table = published.counts_markdown()
+    last = table.splitlines()[-1]
+    assert last.startswith("| all |")
+    assert last.rstrip(" |").split("|")[-1].strip() == str(len(published.load()))
+
+
+def test_fp16_and_bf16_share_a_fraction() -> None:
+    assert validation.fractions("H100 SXM", "fp16") == validation.fractions(
+        "H100 SXM", "bf16"
+    )
+    assert validation.fractions("H100 SXM", "int8") == validation.fractions(
+        "H100 SXM", "fp8"
+    )
+
+
+def test_targets_table_agrees_with_the_summaries() -> None:
+    table = validation.targets_markdown()
+    for kind in published.KINDS:
+        (g,) = validation.summarize(validation.compare(kind), key=lambda c: "all")
+        (line,) = [row for row in table.splitlines() if row.startswith(f"| {kind} |")]
+        assert line.rstrip(" |").endswith("met" if g.meets() else "missed")
+        assert f"| {g.points} |" in line
