@@ -25,6 +25,8 @@ Modules, one concept each:
   models to measurements and testing them on held-out points
 * :mod:`helpers.profiling` -- sorting a profiler's kernels into matrix and
   elementwise work
+* :mod:`helpers.published`, :mod:`helpers.validation` -- GPU measurements
+  others published, each cited, and both time models checked against them
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the

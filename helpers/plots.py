@@ -419,79 +419,58 @@ def plain_log_ticks(*axes: Axes) -> None:
             )
 
 
-def draw_predictions(
-    ax: Axes, comparisons: Sequence[Comparison], *, title: str, unit: str
+def draw_speed_ratios(
+    ax: Axes, comparisons: Mapping[str, Sequence[Comparison]]
 ) -> None:
-    """Predicted against published values of :func:`helpers.validation.compare`, log-log.
+    """Each validating point's predicted over published speed, one column per kind, log scale.
 
-    Validation points: the naive roofline as hollow squares, the second-order
-    model as filled circles; calibration points as crosses. The diagonal is a
-    perfect prediction, the hatched band within 40 % of it. Values are
-    divided by the largest published one's power of ten, shown in the
-    axis label with ``unit``.
+    ``comparisons`` maps a kind's label to its :func:`helpers.validation.compare`
+    results. Left of each column the naive roofline (hollow squares), right the
+    second-order model (filled circles); above 1 a model predicts faster than
+    measured (:meth:`helpers.validation.Comparison.speed_ratio`). The hatched
+    band is within a factor 1.4 either way.
     """
-    shown = [c for c in comparisons if c.role != "excluded"]
-    if not shown:
-        raise ValueError(
-            "comparisons must hold at least one calibration or validation point"
-        )
-    published = np.array([c.point.value for c in shown])
-    scale = 10.0 ** np.floor(np.log10(published.max()))
-    lo = min(published.min(), min(min(c.naive, c.second_order) for c in shown)) / scale
-    hi = max(published.max(), max(max(c.naive, c.second_order) for c in shown)) / scale
-    lo, hi = lo / 1.5, hi * 1.5
-    line = np.array([lo, hi])
-    ax.fill_between(
-        line,
-        line / 1.4,
-        line * 1.4,
+    if not comparisons:
+        raise ValueError("comparisons must hold at least one kind")
+    ax.axhspan(
+        1 / 1.4,
+        1.4,
         facecolor="none",
         edgecolor="0.6",
         hatch="///",
         linewidth=0,
-        label="within 40 %",
+        label="within a factor 1.4",
     )
-    ax.plot(
-        line,
-        line,
-        color="0.3",
-        linestyle="-",
-        linewidth=1,
-        label="prediction = published",
-    )
-    valid = [c for c in shown if c.role == "validation"]
-    calib = [c for c in shown if c.role == "calibration"]
-    ax.scatter(
-        [c.point.value / scale for c in valid],
-        [c.naive / scale for c in valid],
-        marker="s",
-        facecolors="none",
-        edgecolors=PALETTE[1],
-        s=22,
-        label="naive roofline",
-    )
-    ax.scatter(
-        [c.point.value / scale for c in valid],
-        [c.second_order / scale for c in valid],
-        marker="o",
-        color=PALETTE[0],
-        s=14,
-        label="second-order model",
-    )
-    if calib:
+    ax.axhline(1, color="0.3", linewidth=1)
+    for i, items in enumerate(comparisons.values()):
+        valid = [c for c in items if c.role == "validation"]
+        spread = np.linspace(-0.12, 0.12, len(valid)) if len(valid) > 1 else np.zeros(1)
+        order = np.argsort([c.speed_ratio("second_order") for c in valid])
+        x = np.empty(len(valid))
+        x[order] = spread[: len(valid)]
         ax.scatter(
-            [c.point.value / scale for c in calib],
-            [c.second_order / scale for c in calib],
-            marker="x",
-            color=PALETTE[6],
-            s=30,
-            label="calibration point",
+            i - 0.2 + x,
+            [c.speed_ratio("naive") for c in valid],
+            marker="s",
+            facecolors="none",
+            edgecolors=PALETTE[1],
+            s=14,
+            linewidths=0.8,
+            label="naive roofline" if i == 0 else None,
         )
-    ax.set_xscale("log")
+        ax.scatter(
+            i + 0.2 + x,
+            [c.speed_ratio("second_order") for c in valid],
+            marker="o",
+            color=PALETTE[0],
+            s=10,
+            label="second-order model" if i == 0 else None,
+        )
     ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    power = f" × 10^{int(np.log10(scale))}" if scale != 1 else ""
-    ax.set_xlabel(f"published ({unit}{power})", fontsize=SMALL)
-    ax.set_ylabel(f"predicted ({unit}{power})", fontsize=SMALL)
-    ax.set_title(title, fontsize=SMALL + 1)
+    low, high = ax.get_ylim()
+    ticks = [t for t in (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200) if low <= t <= high]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.set_xticks(range(len(comparisons)), list(comparisons))
+    ax.set_ylabel("predicted speed / published speed")
+    ax.legend(loc="upper right", fontsize=SMALL)

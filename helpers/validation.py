@@ -27,8 +27,9 @@ validate):
   series' smallest GEMM (``gemm``), its batch-1 point (``resnet50``), its
   smallest batch (``decode``), its smallest message (``kv_transfer``).
   Everything else in the series validates.
-* The *peak* kind itself is predicted leave-one-GPU-out: a GPU's achievable
-  fraction is taken to be the median of the other GPUs' fractions.
+* The *peak* kind itself is predicted leave-one-architecture-out: a GPU's
+  achievable fraction is taken to be the median of the fractions of GPUs of
+  other architectures (an H100 is predicted from neither the H200 nor the H800).
 
 Errors are relative, ``(predicted - published) / published``, in the
 published quantity (FLOP/s, bytes/s, images/s, tokens/s or seconds).
@@ -89,6 +90,16 @@ class Comparison:
         """Relative error of the second-order model."""
         return self.second_order / self.point.value - 1
 
+    def speed_ratio(self, model: Literal["naive", "second_order"]) -> float:
+        """Predicted speed over published speed: above 1 the model predicts faster than measured.
+
+        For a rate (FLOP/s, images/s ...) it is predicted / published; for a
+        time it is published / predicted.
+        """
+        predicted = self.naive if model == "naive" else self.second_order
+        ratio = predicted / self.point.value
+        return 1 / ratio if self.point.unit == "s" else ratio
+
 
 # --- achievable fractions, from the "peak" kind --------------------------------
 
@@ -131,16 +142,30 @@ def _fraction_table() -> dict[tuple[str, str, str], float]:
     return best
 
 
-def _fraction(name: str, quantity: str, dtype: str, exclude_own: bool) -> float:
+def _architecture(name: str) -> str:
+    """GPUs that share an architecture whitepaper share an architecture (A100s; H100, H200, H800)."""
+    return get_accelerator(name).whitepaper or name
+
+
+def _fraction(
+    name: str, quantity: str, dtype: str, exclude_architecture: bool
+) -> float:
     """The first of: own at ``dtype``, own at any precision, others' median at ``dtype``, others' median."""
     table = _fraction_table()
     dtype = _class(dtype)
     own = (
         []
-        if exclude_own
+        if exclude_architecture
         else [(g, q, d) for (g, q, d) in table if g == name and q == quantity]
     )
-    others = [(g, q, d) for (g, q, d) in table if g != name and q == quantity]
+    arch = _architecture(name)
+    others = [
+        (g, q, d)
+        for (g, q, d) in table
+        if g != name
+        and q == quantity
+        and not (exclude_architecture and _architecture(g) == arch)
+    ]
     for keys, pick in (
         ([k for k in own if k[2] == dtype], max),
         (own, max),
@@ -153,7 +178,7 @@ def _fraction(name: str, quantity: str, dtype: str, exclude_own: bool) -> float:
 
 
 def fractions(
-    gpu: str | Accelerator, dtype: str = "bf16", *, exclude_own: bool = False
+    gpu: str | Accelerator, dtype: str = "bf16", *, exclude_architecture: bool = False
 ) -> tuple[float, float]:
     """Achievable (compute, memory) fractions of ``gpu``'s datasheet peaks, in ``dtype``.
 
@@ -165,7 +190,8 @@ def fractions(
     class, else in any precision. The
     memory fraction is the best published bandwidth measurement over the
     datasheet's, else the other GPUs' median. Both are capped at 1.
-    ``exclude_own`` ignores the GPU's own measurements (to predict them).
+    ``exclude_architecture`` ignores the measurements of the GPU and of every
+    GPU of its architecture (to predict them from other chips).
 
     Examples
     --------
@@ -176,8 +202,8 @@ def fractions(
     """
     name = get_accelerator(gpu).name
     return (
-        _fraction(name, "matmul_flops", dtype, exclude_own),
-        _fraction(name, "memory_bandwidth", "", exclude_own),
+        _fraction(name, "matmul_flops", dtype, exclude_architecture),
+        _fraction(name, "memory_bandwidth", "", exclude_architecture),
     )
 
 
@@ -242,7 +268,7 @@ def _gemm(points: Sequence[Measurement]) -> list[Comparison]:
         overhead = 0.0
         if calib is not None:
             acc = achievable_device(calib.gpu, calib.precision)
-            measured = _gemm_flops(calib) / calib.value
+            measured = _gemm_measured_s(calib)
             overhead = _solve_overhead(
                 lambda o, c=calib, a=acc: _gemm_seconds(c, a, o), measured, hi=1e-3
             )
@@ -261,10 +287,17 @@ def _gemm(points: Sequence[Measurement]) -> list[Comparison]:
                 role, why = "calibration", f"fixed cost {overhead * 1e6:.2f} us"
             else:
                 role, why = "validation", ""
-            out.append(
-                Comparison(p, flops / naive_s, flops / second_s, role, series, why)
-            )
+            if p.unit == "s":  # a published time
+                naive, second = naive_s, second_s
+            else:
+                naive, second = flops / naive_s, flops / second_s
+            out.append(Comparison(p, naive, second, role, series, why))
     return out
+
+
+def _gemm_measured_s(p: Measurement) -> float:
+    """The published GEMM's seconds: as printed, or its FLOP over the printed FLOP/s."""
+    return p.value if p.unit == "s" else _gemm_flops(p) / p.value
 
 
 def _is_mamf(p: Measurement) -> bool:
@@ -297,7 +330,7 @@ def _peak(points: Sequence[Measurement]) -> list[Comparison]:
             out.append(Comparison(p, p.value, p.value, "excluded", series, reason))
             continue
         datasheet = p.value / f
-        c, m = fractions(acc, p.precision or "bf16", exclude_own=True)
+        c, m = fractions(acc, p.precision or "bf16", exclude_architecture=True)
         other = m if p.quantity == "memory_bandwidth" else c
         out.append(
             Comparison(
@@ -306,7 +339,7 @@ def _peak(points: Sequence[Measurement]) -> list[Comparison]:
                 datasheet * other,
                 "validation",
                 series,
-                "the median fraction of the other GPUs",
+                "the median fraction of the other architectures' GPUs",
             )
         )
     return out
@@ -411,7 +444,8 @@ def _decode_value(p: Measurement, acc: str | Accelerator, overhead: float) -> fl
     if p.quantity == "user_throughput":
         return 1 / step
     batch, generated = _int(p, "batch"), _int(p, "output_len")
-    total = prefill + generated * step
+    # the prefill emits the first token; each later one takes a decode step
+    total = prefill + max(generated - 1, 0) * step
     if p.quantity == "e2e_latency":
         return total
     tokens_s = batch * generated / total
@@ -428,13 +462,46 @@ def _decode_overhead(p: Measurement) -> float:
     return _solve_overhead(lambda o: 1 / _decode_value(p, acc, o), 1 / p.value)
 
 
+def _decode_excluded(p: Measurement) -> str:
+    """Why ``p`` cannot test the decode model ("" if it can)."""
+    acc = get_accelerator(p.gpu)
+    dtype = _decode_dtype(p)
+    if dtype not in acc.dtypes:
+        return f"no {dtype} peak for {p.gpu} in the catalogue"
+    if "NIM" in p.setting["framework"]:
+        return "an online benchmark's client concurrency, not a batch the engine runs"
+    if "NeMo" in p.setting["framework"] and p.setting["model"] == "llama-2-13b":
+        return (
+            "the source's 13B latencies are below its 7B ones at the same settings "
+            "(NeMo discussion 8455)"
+        )
+    context = _int(p, "input_len") + (
+        _int(p, "output_len") if p.setting["output_len"] else 0
+    )
+    fits = inference.max_decode_batch(
+        p.setting["model"], context, p.gpu, n_gpus=_int(p, "num_gpus"), dtype=dtype
+    )
+    if _int(p, "batch") > fits:
+        return f"the KV caches of the batch do not fit (at most {fits} sequences)"
+    return ""
+
+
+def _run(p: Measurement) -> tuple[str, ...]:
+    """The run a point comes from: its setting without the quantity measured."""
+    keys = ("model", "batch", "input_len", "output_len", "num_gpus")
+    return tuple(p.setting[k] for k in keys) + (p.precision or "",)
+
+
 def _decode(points: Sequence[Measurement]) -> list[Comparison]:
     out = []
     by_series: dict[str, list[Measurement]] = defaultdict(list)
     for p in points:
-        by_series[f"{p.gpu} · {p.setting['framework']}"].append(p)
+        key = (
+            f"{p.gpu} · {p.setting['framework']} · {p.software} · {p.setting['model']}"
+        )
+        by_series[key].append(p)
     for series, group in by_series.items():
-        usable = [p for p in group if _decode_dtype(p) in get_accelerator(p.gpu).dtypes]
+        usable = [p for p in group if not _decode_excluded(p)]
         calib = (
             min(usable, key=lambda p: (_int(p, "batch"), _int(p, "num_gpus")))
             if usable
@@ -442,16 +509,13 @@ def _decode(points: Sequence[Measurement]) -> list[Comparison]:
         )
         overhead = 0.0 if calib is None else _decode_overhead(calib)
         for p in group:
-            if p not in usable:
+            reason = _decode_excluded(p)
+            if not reason and p is not calib and calib is not None:
+                if _run(p) == _run(calib):
+                    reason = "the same run as its series' calibration point"
+            if reason:
                 out.append(
-                    Comparison(
-                        p,
-                        math.nan,
-                        math.nan,
-                        "excluded",
-                        series,
-                        f"no {_decode_dtype(p)} peak for {p.gpu} in the catalogue",
-                    )
+                    Comparison(p, math.nan, math.nan, "excluded", series, reason)
                 )
                 continue
             naive = _decode_value(p, p.gpu, 0.0)
@@ -471,13 +535,21 @@ def _decode(points: Sequence[Measurement]) -> list[Comparison]:
 
 _SIZE = re.compile(r"([\d.]+)\s*(KiB|MiB|GiB|KB|MB|GB)")
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+_DECIMAL = {"K": 1e3, "M": 1e6, "G": 1e9}
 
 
 def message_bytes(text: str) -> float:
-    """Bytes of a printed message size: a plain integer, or a number with KB/MB/GB (read as 2^10, 2^20, 2^30).
+    """Bytes of a printed message size: a plain integer, or a number with a unit.
+
+    KiB, MiB and GiB are binary. KB, MB and GB are binary when the number is
+    a power of two (a benchmark's block size, "128 KB") and decimal
+    otherwise (a measured total, "4.50 GB"; the vLLM table it comes from
+    divides 4.50e9 bytes by its time to print its bandwidth).
 
     >>> message_bytes("1048576 (1 MB)"), message_bytes("128 KB"), message_bytes("64 MiB")
     (1048576.0, 131072.0, 67108864.0)
+    >>> message_bytes("4.50 GB (total KV per request)")
+    4500000000.0
     """
     plain = re.match(r"\s*(\d+)\s*(\(|$)", text)
     if plain:
@@ -485,7 +557,11 @@ def message_bytes(text: str) -> float:
     match = _SIZE.search(text)
     if match is None:
         raise ValueError(f"message_bytes: cannot read a size from {text!r}")
-    return float(match[1]) * _BINARY[match[2][0]]
+    number, unit = float(match[1]), match[2]
+    power_of_two = number.is_integer() and int(number) & (int(number) - 1) == 0
+    if unit.endswith("iB") or power_of_two:
+        return number * _BINARY[unit[0]]
+    return number * _DECIMAL[unit[0]]
 
 
 def _link(p: Measurement, latency: float) -> Link:
@@ -517,12 +593,16 @@ def _kv(points: Sequence[Measurement]) -> list[Comparison]:
             lambda t, c=calib, b=nbytes: b / _kv_rate(c, t, LINK_EFFICIENCY),
             nbytes / calib.value,
         )
+        sizes = {message_bytes(p.setting["message_bytes"]) for p in group}
         for p in group:
             naive = float(p.setting["nominal_gbps"]) * 1e9 / 8
             second = _kv_rate(p, latency, LINK_EFFICIENCY)
             if p is calib:
                 role: Role = "calibration"
                 why = f"fixed cost {latency * 1e6:.1f} us per message"
+            elif len(sizes) == 1:
+                role = "excluded"
+                why = "one message size: the calibration point fixes the prediction"
             else:
                 role, why = "validation", ""
             out.append(Comparison(p, naive, second, role, series, why))
@@ -596,15 +676,28 @@ def _percent(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def summary_markdown(kind: Kind, *, median: float = 0.15, p90: float = 0.40) -> str:
-    """A Markdown table of both models' absolute relative error per GPU on the validating points of ``kind``.
+def summary_markdown(
+    kind: Kind,
+    *,
+    median: float = 0.15,
+    p90: float = 0.40,
+    by: Literal["gpu", "series"] = "gpu",
+) -> str:
+    """A Markdown table of both models' absolute relative error per GPU (or series) on ``kind``'s validating points.
 
     The last column says whether the second-order model meets the targets
     (``median`` and ``p90`` of the absolute relative error); groups of fewer than 10
     points are reported but not judged.
     """
     comparisons = compare(kind)
-    groups = summarize(comparisons, key=lambda c: c.point.gpu or "host memory")
+    if by not in ("gpu", "series"):
+        raise ValueError(f"by must be 'gpu' or 'series', got {by!r}")
+    groups = summarize(
+        comparisons,
+        key=(lambda c: c.point.gpu or "host memory")
+        if by == "gpu"
+        else (lambda c: c.series),
+    )
     groups.sort(key=lambda g: -g.points)
     groups += summarize(comparisons, key=lambda c: "all")
     rows = []
@@ -628,7 +721,7 @@ def summary_markdown(kind: Kind, *, median: float = 0.15, p90: float = 0.40) -> 
         )
     return markdown_table(
         [
-            "GPU",
+            "GPU" if by == "gpu" else "series",
             "points",
             "naive median",
             "naive p90",
