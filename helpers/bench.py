@@ -1,8 +1,10 @@
 """Measure this machine: timings, memory bandwidth, matmul FLOP/s, overhead.
 
 Torch is imported lazily (``import helpers`` must not need it). On a CUDA
-device, times come from CUDA events around each call; on the CPU from
-``time.perf_counter``. Every result carries the device it was measured on.
+device, times come from CUDA events around each call; on the CPU from the
+calling thread's CPU time when torch runs on one thread (as the labs set it),
+else from ``time.perf_counter``. Every result carries the device it was
+measured on.
 """
 
 from __future__ import annotations
@@ -111,7 +113,12 @@ def time_fn(
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
 
     On CUDA each call is bracketed by CUDA events (the GPU's own clock, no
-    host-side launch gaps counted twice); on the CPU by ``perf_counter``.
+    host-side launch gaps counted twice). On the CPU, with torch on one
+    thread, by the calling thread's CPU time (``time.thread_time``): the work
+    runs on this thread, and on a CPU shared with other jobs the wall clock
+    would also count the time the OS gives them, which made a lab's
+    batch-1-against-batch-2 check fail under load. With more threads, the
+    work runs on others too, so the wall clock (``perf_counter``) is used.
     Returns the median and interquartile range in seconds.
     """
     if not callable(fn):
@@ -136,10 +143,11 @@ def time_fn(
             end.synchronize()
             samples.append(start.elapsed_time(end) / 1e3)
     else:
+        clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            samples.append(time.perf_counter() - t0)
+            samples.append(clock() - t0)
     spread = 0.0
     if len(samples) >= 4:
         q = statistics.quantiles(samples, n=4)

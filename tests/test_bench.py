@@ -99,3 +99,18 @@ def test_bad_input():
         bench.measure_memory_bandwidth(2, dev=CPU)
     with pytest.raises(ValueError, match="n"):
         bench.measure_matmul_flops("fp32", n=0, dev=CPU)
+
+
+def test_time_fn_on_one_thread_does_not_count_time_the_thread_is_not_running():
+    """With torch on one thread, a call that sleeps 50 ms costs no CPU time: time_fn reports well under it."""
+    import time
+
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        t = bench.time_fn(lambda: time.sleep(0.05), warmup=0, repeats=3, dev=CPU)
+    finally:
+        torch.set_num_threads(before)
+    assert t.median < 0.01
