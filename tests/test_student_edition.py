@@ -63,11 +63,13 @@ def _chapter_exercise_count() -> int:
     return total
 
 
+@pytest.mark.built
 @pytest.mark.skipif(
     not STUDENT_HTML.exists(), reason="student edition not built (make student)"
 )
 def test_built_student_edition_has_no_solutions():
-    """Pages carry exercises but no solution; downloadable notebooks and the zip carry no solution either."""
+    """Pages carry exercises but no solution; the downloadable and live notebooks and the zip carry
+    no solution either."""
     pages = [
         p
         for p in STUDENT_HTML.rglob("*.html")
@@ -82,7 +84,10 @@ def test_built_student_edition_has_no_solutions():
         )
         exercises += html.count('class="exercise')
     assert exercises >= _chapter_exercise_count()
-    for nb_path in (STUDENT_HTML / "_sources").rglob("*.ipynb"):
+    # the notebooks offered for download and those the live (JupyterLite) button opens
+    live = sorted((STUDENT_HTML / "lite" / "files").rglob("*.ipynb"))
+    assert live, "no live notebooks in the student edition"
+    for nb_path in [*(STUDENT_HTML / "_sources").rglob("*.ipynb"), *live]:
         assert "{solution}" not in nb_path.read_text(encoding="utf-8"), (
             f"solution left in {nb_path}"
         )

@@ -5,8 +5,8 @@
     drops every solution) and an edition note in the title, for ``jupyter-book build --config``.
 ``python tools/student_edition.py strip HTML_DIR``
     removes the solution blocks from the notebooks the built site offers for
-    download (``_sources``) and packs all chapter and lab notebooks into
-    ``HTML_DIR/_downloads/notebooks-student.zip``.
+    download (``_sources``) and opens live (JupyterLite's ``lite/files``), and packs
+    all chapter and lab notebooks into ``HTML_DIR/_downloads/notebooks-student.zip``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# What the student edition adds to the book's title (and so to every page's HTML).
+EDITION_NOTE = " (student edition)"
 # A MyST ```{solution} ...``` block (any fence length >= 3) or :::{solution} ... ::: block.
 _SOLUTION = re.compile(
     r"(?ms)^(?P<fence>`{3,}|:{3,})\{solution\}.*?^(?P=fence)[ \t]*$\n?"
@@ -29,7 +31,7 @@ _SOLUTION = re.compile(
 def student_config(out: Path) -> None:
     """Write the student-edition configuration to ``out``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    config["title"] = f"{config['title']} (student edition)"
+    config["title"] = f"{config['title']}{EDITION_NOTE}"
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
     # Paths in the config are relative to the config file: make them absolute for the copy.
     config["bibtex_bibfiles"] = [
@@ -60,9 +62,11 @@ def strip_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def strip_site(html_dir: Path) -> Path:
-    """Strip solutions from the downloadable sources and write the notebooks zip; return its path."""
-    for path in (html_dir / "_sources").rglob("*.ipynb"):
-        nbformat.write(strip_notebook(path), path)
+    """Strip solutions from the downloadable and the live notebooks and write the notebooks
+    zip; return its path."""
+    for folder in ("_sources", "lite/files"):
+        for path in (html_dir / folder).rglob("*.ipynb"):
+            nbformat.write(strip_notebook(path), path)
     archive = html_dir / "_downloads" / "notebooks-student.zip"
     archive.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
