@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from book_paths import CHROMIUM, HTML, SCREENSHOTS, STUDENT_HTML
+from page_visit import PageReport, inspect_page
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -100,3 +102,27 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"{rule} ({impact}): {help_text}: {len(pages)} pages, e.g. {', '.join(pages[:3])}"
         )
+
+
+@pytest.fixture(scope="session")
+def page_report(browser, screenshots):
+    """``page_report(base, path)``: the one ``PageReport`` of the page at ``base/path`` this run.
+
+    A book page's screenshot (its first screen, as a reader opens it) goes to the
+    screenshots folder; a student-edition page, a copy of it, is not photographed.
+    """
+    reports: dict[str, PageReport] = {}
+
+    def report(base: str, path: str, screenshot: bool = False) -> PageReport:
+        url = f"{base}/{path}"
+        if url not in reports:
+            shot = (
+                screenshots
+                / (re.sub(r"[^A-Za-z0-9]+", "_", path.removesuffix(".html")) + ".png")
+                if screenshot
+                else None
+            )
+            reports[url] = inspect_page(browser, url, shot)
+        return reports[url]
+
+    return report

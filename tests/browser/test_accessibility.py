@@ -1,7 +1,7 @@
 """The rendered book meets WCAG 2.1 level AA, as far as a machine can tell (issue 17).
 
 Every page of the built book and of the student edition is loaded once in Chromium, its maths
-typeset, and checked by axe-core (Deque's accessibility engine, the npm package pinned and
+typeset (``page_visit.inspect_page``, whose one load the render checks share), and checked by axe-core (Deque's accessibility engine, the npm package pinned and
 fetched by ``make axe``) with its default rules: WCAG 2.0 and 2.1 A and AA, and best practices.
 A violation of serious or critical impact fails the page; the rest are listed at the end of the
 run. The same page load checks what axe cannot judge: every image's alt text says something
@@ -12,37 +12,12 @@ Python: each has a label.
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
-from book_paths import AXE_JS, CHAPTERS, PAGES, STUDENT_PAGES
+from book_paths import CHAPTERS, PAGES, STUDENT_PAGES, student_page_is_book_page
 from conftest import AXE_MINOR
-
-# Resolves once MathJax has typeset the page (at once on a page without MathJax; 20 s at most).
-_MATHJAX_DONE = """async () => {
-    const promise = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
-    if (promise) await Promise.race([promise, new Promise(done => setTimeout(done, 20000))]);
-}"""
-
-# axe's default rule set; 'resultTypes' keeps the answer small (only violations carry their nodes).
-_RUN_AXE = """async () => {
-    const results = await axe.run(document, {resultTypes: ["violations"]});
-    return results.violations.map(v => ({
-        id: v.id, impact: v.impact, help: v.help, tags: v.tags,
-        nodes: v.nodes.map(n => n.target.join(" ")).slice(0, 5), count: v.nodes.length,
-    }));
-}"""
-
-# What axe does not judge: images' alt text and tables' header rows.
-_IMAGES_AND_TABLES = """() => ({
-    images: Array.from(document.images).map(i => ({
-        src: i.getAttribute("src") || "", alt: i.getAttribute("alt"),
-        decorative: i.getAttribute("role") === "presentation" || i.getAttribute("aria-hidden") === "true",
-    })),
-    tables: Array.from(document.querySelectorAll("main table, article table")).map(t => ({
-        header: !!t.querySelector("thead th, tr:first-child th"),
-        text: t.innerText.slice(0, 60),
-    })),
-})"""
+from page_visit import PageReport
 
 FAILING_IMPACTS = {"serious", "critical"}
 _FILE_NAME = re.compile(r"^\S+\.(png|jpe?g|svg|gif|webp)$", re.I)
@@ -57,10 +32,13 @@ def _alt_problem(image: dict) -> str | None:
         # decorative: allowed for a logo, which the theme repeats as text beside it
         return (
             None
-            if "logo" in image["src"].lower() or image["decorative"]
+            if "logo" in image["attr_src"].lower() or image["decorative"]
             else "empty alt"
         )
-    if _FILE_NAME.match(alt.strip()) or alt.strip() == image["src"].rsplit("/", 1)[-1]:
+    if (
+        _FILE_NAME.match(alt.strip())
+        or alt.strip() == image["attr_src"].rsplit("/", 1)[-1]
+    ):
         return f"alt is a file name: {alt!r}"
     if len(alt.split()) < 2:
         return f"alt says too little: {alt!r}"
@@ -68,64 +46,91 @@ def _alt_problem(image: dict) -> str | None:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_book_page_is_accessible(browser, site, path: str):
+def test_book_page_is_accessible(page_report, site, path: str):
     """No serious or critical axe violation; every image has meaningful (or decorative) alt text;
     every table a header row."""
-    _check_page(browser, site, "book", path)
+    _check_page(page_report(site, path, screenshot=True), "book", path)
 
 
 @pytest.mark.parametrize("path", STUDENT_PAGES)
-def test_student_edition_page_is_accessible(browser, student_site, path: str):
-    """The same checks on the student edition (``make student``; skipped when it is not built)."""
-    _check_page(browser, student_site, "student", path)
+def test_student_edition_page_is_accessible(page_report, site, student_site, path: str):
+    """The same checks on the student edition (``make student``; skipped when it is not built).
+
+    A student page that is the book's page bar the edition's title (``student_page_is_book_page``:
+    every page without a solution) is judged on the book page's load, the same document."""
+    if student_page_is_book_page(path):
+        report = page_report(site, path, screenshot=True)
+    else:
+        report = page_report(student_site, path)
+    _check_page(report, "student", path)
 
 
-def _check_page(browser, base: str, edition: str, path: str) -> None:
-    """Load ``path`` of the site at ``base`` once, typeset its maths, and check it."""
-    if not AXE_JS.is_file():
-        pytest.fail(f"axe-core not found at {AXE_JS}: run `make axe`")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    try:
-        page.goto(f"{base}/{path}", wait_until="load")
-        page.evaluate(_MATHJAX_DONE)
-        page.add_script_tag(path=str(AXE_JS))
-        violations = page.evaluate(_RUN_AXE)
-        found = page.evaluate(_IMAGES_AND_TABLES)
-    finally:
-        context.close()
-    for v in violations:
+def _check_page(report: PageReport, edition: str, path: str) -> None:
+    """Judge one page's report: axe's violations, its images' alt text, its tables' headers."""
+    for v in report.violations:
         if v["impact"] not in FAILING_IMPACTS:
             AXE_MINOR.setdefault((v["id"], v["impact"], v["help"]), []).append(
                 f"{edition}:{path} ({v['count']})"
             )
-    serious = [v for v in violations if v["impact"] in FAILING_IMPACTS]
+    serious = [v for v in report.violations if v["impact"] in FAILING_IMPACTS]
     assert serious == [], f"{edition} {path}: axe violations: " + "; ".join(
         f"{v['id']} ({v['impact']}, {v['count']} nodes: {v['help']}) e.g. {v['nodes'][:3]}"
         for v in serious
     )
     bad_images = [
-        (image["src"][-50:], problem)
-        for image in found["images"]
+        (image["attr_src"][-50:], problem)
+        for image in report.images
         if (problem := _alt_problem(image))
     ]
     assert bad_images == [], (
         f"{edition} {path}: images without meaningful alt: {bad_images}"
     )
-    headless = [t["text"] for t in found["tables"] if not t["header"]]
+    headless = [t["text"] for t in report.tables if not t["header"]]
     assert headless == [], f"{edition} {path}: tables without a header row: {headless}"
 
 
 def test_alt_text_check_catches_file_names():
     """The image check refuses myst-nb's default alt text (the file name) and a missing alt."""
     name = "a1b2c3d4e5.png"
-    assert _alt_problem({"src": f"../_images/{name}", "alt": name, "decorative": False})
-    assert _alt_problem({"src": "x.png", "alt": None, "decorative": False})
-    assert _alt_problem({"src": "x.png", "alt": "", "decorative": False})
-    assert not _alt_problem({"src": "_static/logo.svg", "alt": "", "decorative": False})
-    assert not _alt_problem(
-        {"src": "x.png", "alt": "Roofline of the T4.", "decorative": False}
+    assert _alt_problem(
+        {"attr_src": f"../_images/{name}", "alt": name, "decorative": False}
     )
+    assert _alt_problem({"attr_src": "x.png", "alt": None, "decorative": False})
+    assert _alt_problem({"attr_src": "x.png", "alt": "", "decorative": False})
+    assert not _alt_problem(
+        {"attr_src": "_static/logo.svg", "alt": "", "decorative": False}
+    )
+    assert not _alt_problem(
+        {"attr_src": "x.png", "alt": "Roofline of the T4.", "decorative": False}
+    )
+
+
+def test_student_page_shares_the_book_load_only_when_it_is_the_same_document(tmp_path):
+    """Only a page equal to the book's bar the edition's title, on identical assets, is judged on
+    the book's load: a dropped solution or a changed asset makes it load on its own."""
+    from book_paths import EDITION_NOTE, same_document
+
+    page = '<html><title>Book</title><body><div class="solution">s</div></body></html>'
+    sites = {}
+    for edition, title in (("book", "Book"), ("student", f"Book{EDITION_NOTE}")):
+        root = sites[edition] = tmp_path / edition
+        for folder in ("_static", "_images"):
+            (root / folder).mkdir(parents=True)
+            (root / folder / "a.css").write_text("p {}")
+        (root / "same.html").write_text(page.replace("Book", title))
+        (root / "cut.html").write_text(
+            page.replace("Book", title)
+            if edition == "book"
+            else page.replace('<div class="solution">s</div>', "")
+        )
+    book, student = sites["book"], sites["student"]
+    assert same_document(book, student, "same.html")
+    assert not same_document(book, student, "cut.html")
+    assert not same_document(book, student, "missing.html")
+    restyled = tmp_path / "restyled"  # a new site: digests are cached per folder
+    shutil.copytree(student, restyled)
+    (restyled / "_static" / "a.css").write_text("p { color: red }")
+    assert not same_document(book, restyled, "same.html")
 
 
 def test_every_calculator_control_has_a_label():
