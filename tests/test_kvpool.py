@@ -46,8 +46,9 @@ def pool():
     assert _group_gone(local.pid), "a process of the master's group outlived stop()"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(pool):
+    """One client for the module: closing one takes about 2 s, and each test uses its own keys."""
     with kvpool.connect(pool.address, segment_bytes=64 << 20) as c:
         yield c
 
