@@ -167,6 +167,7 @@ def _otter_run(zip_path: Path, notebook: Path, out: Path) -> dict[str, dict]:
     return {t["name"]: t for t in results["tests"] if t["name"] != "Public Tests"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.environ.get("TEST_TEACHING") != "1",
     reason="runs otter on a chapter (minutes): make test-teaching",

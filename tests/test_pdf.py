@@ -20,6 +20,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = (
+    pytest.mark.built
+)  # `make test-pdf` runs them on the PDFs it has just built
 PDF_OUT = Path(os.environ.get("PDF_OUT", ROOT / "_build" / "pdf"))
 if not PDF_OUT.is_absolute():
     PDF_OUT = ROOT / PDF_OUT
