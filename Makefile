@@ -91,8 +91,14 @@ book: lite-wheels mathjax
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 
 # The student edition: the same book without exercise solutions, for instructors to publish.
+# It reads its sources into the same doctrees as the book (solutions are dropped as pages are
+# written: _ext/student_pages.py), so it starts from the book's when they exist; Sphinx re-reads
+# any source changed since.
+SEED_DOCTREES = if [ -d $(1)/.doctrees ]; then rm -rf $(2)/.doctrees && mkdir -p $(2) && cp -r $(1)/.doctrees $(2)/; fi
+
 student: lite-wheels mathjax
 	$(BIN)/python tools/student_edition.py config _build/student/_config.yml
+	$(call SEED_DOCTREES,_build,_build/student/_build)
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --config _build/student/_config.yml --path-output _build/student
 	$(BIN)/python tools/student_edition.py strip _build/student/_build/html
 
@@ -180,6 +186,7 @@ $(XELATEX):
 pdf: setup $(XELATEX)
 	$(BIN)/jupyter-book build . --builder pdflatex --path-output $(PDF_OUT)
 	$(BIN)/python tools/student_edition.py config $(PDF_OUT)/student/_config.yml
+	$(call SEED_DOCTREES,$(PDF_OUT)/_build,$(PDF_OUT)/student/_build)
 	$(BIN)/jupyter-book build . --builder pdflatex --config $(PDF_OUT)/student/_config.yml --path-output $(PDF_OUT)/student
 
 # The PDF checks read what `make pdf` built. Grading runs otter on Chapter 3's solutions, its blank

@@ -7,6 +7,7 @@ solution in its pages, none in its downloadable notebooks, every exercise kept.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import zipfile
@@ -18,9 +19,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.student_edition import strip_notebook, strip_solutions  # noqa: E402
+from tools.student_edition import (  # noqa: E402
+    _SOLUTION,
+    strip_notebook,
+    strip_solutions,
+)
 
 STUDENT_HTML = ROOT / "_build" / "student" / "_build" / "html"
+BOOK_HTML = ROOT / "_build" / "html"
 
 
 def test_strip_solutions_removes_only_solution_blocks():
@@ -102,3 +108,63 @@ def test_built_student_edition_has_no_solutions():
         )
         assert sorted(names) == expected
         assert all("{solution}" not in zf.read(n).decode() for n in names)
+
+
+def _index_terms(html_dir: Path) -> set[str]:
+    """The (stemmed) words a built site's search finds."""
+    text = (html_dir / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    return set(index["terms"])
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}
+
+
+@pytest.mark.built
+@pytest.mark.skipif(
+    not (STUDENT_HTML.exists() and BOOK_HTML.exists()),
+    reason="book and student edition not both built (make book student)",
+)
+def test_student_search_finds_no_word_only_solutions_hold():
+    """The student edition's search index is written from the pages without their solutions: a
+    word that only solutions use is in the book's index and not in the student edition's."""
+    from sphinx.search.en import SearchEnglish
+
+    stem = SearchEnglish({}).stem
+    in_solutions: set[str] = set()
+    elsewhere: set[str] = set()
+    sources = [
+        p for folder in ("chapters", "labs") for p in (ROOT / folder).glob("*.ipynb")
+    ]
+    sources += list((ROOT / "appendix").glob("*.md")) + [ROOT / "intro.md"]
+    for path in sources:
+        if path.suffix == ".ipynb":
+            nb = nbformat.read(path, as_version=4)
+            text = "\n".join(c.source for c in nb.cells)
+            # what the page shows of the outputs counts as elsewhere too
+            outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+            elsewhere |= _words(
+                json.dumps([o.get("text", o.get("data", "")) for o in outputs])
+            )
+        else:
+            text = path.read_text(encoding="utf-8")
+        in_solutions |= _words(
+            "\n".join(m.group(0) for m in re.finditer(_SOLUTION, text))
+        )
+        elsewhere |= _words(strip_solutions(text))
+    # the API page is written from the helpers' docstrings
+    for path in (ROOT / "helpers").glob("*.py"):
+        elsewhere |= _words(path.read_text(encoding="utf-8"))
+    candidates = in_solutions - elsewhere
+    # stem only the words that could share a stem with a candidate
+    prefixes = {w[:3] for w in candidates}
+    only = {stem(w) for w in candidates} - {
+        stem(w) for w in elsewhere if w[:3] in prefixes
+    }
+    only &= _index_terms(BOOK_HTML)
+    assert len(only) >= 5, f"too few solution-only words to test with: {sorted(only)}"
+    leaked = only & _index_terms(STUDENT_HTML)
+    assert not leaked, (
+        f"the student edition's search finds solution-only words: {sorted(leaked)}"
+    )

@@ -1,8 +1,9 @@
 """The student edition: the same book without exercise solutions.
 
 ``python tools/student_edition.py config OUT.yml``
-    writes the book's ``_config.yml`` with ``hide_solutions: true`` (sphinx-exercise
-    drops every solution) and an edition note in the title, for ``jupyter-book build --config``.
+    writes the book's ``_config.yml`` with ``student_edition: true`` (``_ext/student_pages.py``
+    drops every solution from the written pages) and an edition note in the title, for
+    ``jupyter-book build --config``.
 ``python tools/student_edition.py strip HTML_DIR``
     removes the solution blocks from the notebooks the built site offers for
     download (``_sources``) and opens live (JupyterLite's ``lite/files``), and packs
@@ -32,11 +33,9 @@ def student_config(out: Path) -> None:
     """Write the student-edition configuration to ``out``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     config["title"] = f"{config['title']}{EDITION_NOTE}"
-    config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
-    # Paths in the config are relative to the config file: make them absolute for the copy.
-    config["bibtex_bibfiles"] = [
-        str(ROOT / name) for name in config.get("bibtex_bibfiles", [])
-    ]
+    # Solutions are dropped as pages are written (_ext/student_pages.py), so the sources read
+    # into the book's doctrees and this edition's build can reuse them.
+    config.setdefault("sphinx", {}).setdefault("config", {})["student_edition"] = True
     local = config["sphinx"].get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {
         name: str(ROOT / path) for name, path in local.items()
