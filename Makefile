@@ -206,10 +206,11 @@ system-deps: rdma-libs $(CHROMIUM) $(XELATEX)
 # one per core of a small CI runner. Every stage prints its wall time, and the two chains together
 # print theirs ("== make test-chains"), the figure to hold under 5 minutes. The chains are balanced by
 # the stages' times on a 2-core machine:
-#   measure: the labs (nbval-lax; they measure this machine), strict nbval on the chapters and the
-#            appendix, both PDFs and their checks, the otter assignments and grading
-#   site:    the book, the student edition, both editions' browser and accessibility checks (one
-#            page load per document), the unit tests and doctests
+#   measure: the labs (nbval-lax; they measure this machine), both PDFs and their checks, the otter
+#            assignments and grading
+#   site:    the book, the student edition (from the book's doctrees), both editions' browser and
+#            accessibility checks (one page load per document), the unit tests and doctests, strict
+#            nbval on the chapters and the appendix
 # The labs run beside the site chain's work: on a CPU their timing checks use the thread's CPU time
 # (helpers.bench.time_fn), which another process's load does not inflate.
 STAGE = @t0=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
@@ -226,7 +227,6 @@ test-chains: setup
 
 test-measure: setup
 	$(call STAGE,test-labs)
-	$(call STAGE,test-chapters)
 	$(call STAGE,test-pdf)
 	$(call STAGE,test-assignments)
 
@@ -235,6 +235,7 @@ test-site: setup
 	$(call STAGE,student)
 	$(call STAGE,site-check)
 	$(call STAGE,test-unit)
+	$(call STAGE,test-chapters)
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
 # lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU
