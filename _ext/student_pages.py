@@ -63,10 +63,12 @@ def _target(docname: str, ref: nodes.reference) -> tuple[str, str]:
     if ref.get("refid"):
         return docname, ref["refid"]
     path, _, fragment = ref.get("refuri", "").partition("#")
-    if path and "://" not in path:
-        joined = posixpath.normpath(posixpath.join(posixpath.dirname(docname), path))
-        return posixpath.splitext(joined)[0], fragment
-    return (docname, fragment) if not path else (path, fragment)
+    if not path:
+        return docname, fragment
+    if "://" in path:
+        return path, fragment  # another site
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(docname), path))
+    return posixpath.splitext(joined)[0], fragment
 
 
 def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
