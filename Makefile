@@ -172,7 +172,9 @@ assignments: setup
 
 # The printable edition: Jupyter Book's LaTeX builder typeset by xelatex (latexmk), the whole book
 # and the student edition, into $(PDF_OUT)/_build/latex/book.pdf and $(PDF_OUT)/student/_build/latex/book.pdf.
-# TeX Live comes from Debian, installed when missing as chromium is (root in CI).
+# Like the HTML, both builds fail on any Sphinx warning (JB_FLAGS). The student PDF starts from the
+# book PDF's doctrees (_ext/student_pages.py). TeX Live comes from Debian, installed when missing as
+# chromium is (root in CI).
 XELATEX ?= /usr/bin/xelatex
 PDF_OUT ?= _build/pdf
 TEX_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended lmodern fonts-freefont-otf latexmk poppler-utils
@@ -184,10 +186,10 @@ $(XELATEX):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES)
 
 pdf: setup $(XELATEX)
-	$(BIN)/jupyter-book build . --builder pdflatex --path-output $(PDF_OUT)
+	$(BIN)/jupyter-book build . $(JB_FLAGS) --builder pdflatex --path-output $(PDF_OUT)
 	$(BIN)/python tools/student_edition.py config $(PDF_OUT)/student/_config.yml
 	$(call SEED_DOCTREES,$(PDF_OUT)/_build,$(PDF_OUT)/student/_build)
-	$(BIN)/jupyter-book build . --builder pdflatex --config $(PDF_OUT)/student/_config.yml --path-output $(PDF_OUT)/student
+	$(BIN)/jupyter-book build . $(JB_FLAGS) --builder pdflatex --config $(PDF_OUT)/student/_config.yml --path-output $(PDF_OUT)/student
 
 # The PDF checks read what `make pdf` built. Grading runs otter on Chapter 3's solutions, its blank
 # student notebook and a wrong answer.

@@ -128,6 +128,9 @@ def test_every_title_is_in_the_pdf(edition):
         p.stem for p in _toc_files() if _normalise(_title(p)).strip() not in text
     ]
     assert not missing, missing
+    # each lab's Colab badge is printed as its link text (_ext/print_edition.py)
+    labs = [p for p in _toc_files() if p.parent.name == "labs"]
+    assert labs and text.count("Open In Colab") == len(labs)
 
 
 @needs_poppler
