@@ -224,10 +224,8 @@ test:
 	$(call STAGE,system-deps)
 	$(call STAGE,test-chains)
 
-# The chains share the cores: OpenMP threads (PyTorch's, in the labs, the chapters and the unit
-# tests) wait for work asleep rather than spinning on a core the other chain needs.
 test-chains: setup
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 --output-sync=target test-measure test-site
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-measure test-site
 
 test-measure: setup
 	$(call STAGE,test-labs)
