@@ -249,6 +249,66 @@ _AMPERE_DENSE = (
     "Ampere whitepaper, Table 1: 108 SMs, 40,960 KB L2; non-tensor FP16 78, BF16 39."
 )
 
+_HGX_PAGE = "https://www.nvidia.com/en-us/data-center/hgx/"
+_DGX_B200_PDF = "https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet"
+_GB200_NVL72_PAGE = "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+_BLACKWELL_ULTRA_BLOG = "https://developer.nvidia.com/blog/inside-nvidia-blackwell-ultra-the-chip-powering-the-ai-factory-era/"
+_BLACKWELL_TUNING = "https://docs.nvidia.com/cuda/blackwell-tuning-guide/"
+_MI300X_PDF = "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf"
+_MI325X_PAGE = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"
+_ROCM_SPECS = "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"
+_B200_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 75 * TERA,
+        "tf32": 1125 * TERA,
+        "fp16": 2250 * TERA,
+        "bf16": 2250 * TERA,
+        "fp8": 4500 * TERA,
+        "int8": 4500 * TERA,
+    }
+)
+"""Dense peaks of one HGX B200 GPU: the HGX page's 8-GPU sparse figures / 8 / 2 (FP32 / 8)."""
+_B300_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 75 * TERA,
+        "tf32": 1125 * TERA,
+        "fp16": 2250 * TERA,
+        "bf16": 2250 * TERA,
+        "fp8": 4500 * TERA,
+    }
+)
+"""Dense peaks of one HGX B300 GPU: the HGX page's 8-GPU sparse figures / 8 / 2 (FP32 / 8); no INT8 kept."""
+_GB200_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 80 * TERA,
+        "tf32": 1250 * TERA,
+        "fp16": 2500 * TERA,
+        "bf16": 2500 * TERA,
+        "fp8": 5000 * TERA,
+        "int8": 5000 * TERA,
+    }
+)
+"""Dense peaks of one GB200 GPU: the GB200 NVL72 page's rack sparse figures / 72 / 2 (FP32 / 72)."""
+_MI300_PEAKS: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 163.4 * TERA,
+        "tf32": 653.7 * TERA,
+        "fp16": 1307.4 * TERA,
+        "bf16": 1307.4 * TERA,
+        "fp8": 2614.9 * TERA,
+        "int8": 2614.9 * TERA,
+    }
+)
+"""Dense matrix peaks of the MI300X and MI325X (AMD datasheets; the sparse figures are twice these)."""
+FP4_DENSE_FLOPS: Mapping[str, float] = MappingProxyType(
+    {"B200 SXM": 9000 * TERA, "B300 SXM": 13500 * TERA, "GB200 (per GPU)": 10000 * TERA}
+)
+"""Dense FP4 tensor-core peaks (FLOP/s) where published, by catalog name (sources in each entry's notes).
+
+FP4 is not a :data:`DTYPE_BYTES` dtype (half a byte per element), so it is kept
+beside the catalog rather than in ``peak_flops``; Hopper, Ampere and CDNA 3 have none.
+"""
+
 _ACCELERATORS: tuple[Accelerator, ...] = (
     Accelerator(
         name="T4",
@@ -486,6 +546,109 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         },
         whitepaper=_ADA_PDF,
     ),
+    Accelerator(
+        name="B200 SXM",
+        peak_flops=_B200_PEAKS,
+        memory_bandwidth=8e12,
+        memory_capacity=180 * GIB,
+        source=_HGX_PAGE,
+        notes=(
+            "Blackwell, one GPU of an 8-GPU HGX B200 board (x86 host): NVIDIA publishes board "
+            "totals, here divided by 8. Dense figures: the page's FP8 72, BF16 36, TF32 18 "
+            "PFLOPS and INT8 72 POPS per board are 2:4-sparse, so 4.5, 2.25, 1.125 PFLOP/s and "
+            "4.5 POPS dense per GPU; FP32 600 TFLOPS per board is 75 per GPU. FP4 (not a catalog "
+            "dtype): 144 PFLOPS sparse per board, 9 PFLOP/s dense per GPU. HBM3e 1,440 GB and "
+            "64 TB/s per board: 180 GB and 8 TB/s per GPU (DGX B200 datasheet). Host link PCIe "
+            "5.0 x16 (MLPerf Inference v6.0 system descriptions). No SM count or L2 size on the "
+            "datasheet, so None."
+        ),
+        aliases=("b200", "hgx b200", "nvidia b200"),
+        torch_names=(r"\bb200\b",),
+        vector_peak_flops={"fp32": 75 * TERA},
+        whitepaper=_DGX_B200_PDF,
+    ),
+    Accelerator(
+        name="B300 SXM",
+        peak_flops=_B300_PEAKS,
+        memory_bandwidth=8e12,
+        memory_capacity=288 * GIB,
+        source=_HGX_PAGE,
+        notes=(
+            "Blackwell Ultra, one GPU of an 8-GPU HGX B300 board: board totals divided by 8. "
+            "Dense figures: FP8 72, BF16 36, TF32 18 PFLOPS per board are 2:4-sparse, so 4.5, "
+            "2.25, 1.125 PFLOP/s dense per GPU; FP32 600 TFLOPS per board is 75 per GPU. FP4 "
+            "(not a catalog dtype): 144 PFLOPS sparse and 108 dense per board, 13.5 PFLOP/s dense "
+            "per GPU (Blackwell Ultra raised dense FP4 by half, so sparsity no longer doubles it). "
+            "Blackwell Ultra cut INT8 to a few POPS per board, so no int8 figure is kept. 288 GB "
+            "HBM3e (2.3 TB per board) at 8 TB/s (NVIDIA's Blackwell Ultra technical blog). Host "
+            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet."
+        ),
+        aliases=("b300", "hgx b300", "nvidia b300"),
+        torch_names=(r"\bb300\b",),
+        vector_peak_flops={"fp32": 75 * TERA},
+        whitepaper=_BLACKWELL_ULTRA_BLOG,
+    ),
+    Accelerator(
+        name="GB200 (per GPU)",
+        peak_flops=_GB200_PEAKS,
+        memory_bandwidth=8e12,
+        memory_capacity=186 * GIB,
+        source=_GB200_NVL72_PAGE,
+        notes=(
+            "One Blackwell GPU of a GB200 superchip (1 Grace CPU + 2 GPUs), as in the GB200 "
+            "NVL72 rack: the rack's figures divided by 72. Dense figures: the page's FP8 720, "
+            "BF16 360, TF32 180 PFLOPS and INT8 720 POPS are 2:4-sparse, so 5, 2.5, 1.25 PFLOP/s "
+            "and 5 POPS dense per GPU; FP32 5,760 TFLOPS is 80 per GPU. These run at a higher "
+            "power limit than the HGX B200's, hence the ~11 % higher peaks. FP4 (not a catalog "
+            "dtype): 1,440 PFLOPS sparse per rack, 10 PFLOP/s dense per GPU. HBM3e 13.4 TB and "
+            "576 TB/s per rack: 186 GB and 8 TB/s per GPU (the driver reports 186 GB, MLPerf v6.1 "
+            "GB200-186GB systems). Host link NVLink-C2C to the superchip's Grace CPU (not PCIe); "
+            "its LPDDR5X (480 GB per Grace, 512 GB/s) is a memory tier, see GB200_NVL72."
+        ),
+        aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
+        torch_names=(r"\bgb200\b",),
+        vector_peak_flops={"fp32": 80 * TERA},
+        whitepaper=_GB200_NVL72_PAGE,
+    ),
+    Accelerator(
+        name="MI300X",
+        peak_flops=_MI300_PEAKS,
+        memory_bandwidth=5.3e12,
+        memory_capacity=192 * GIB,
+        source=_MI300X_PDF,
+        notes=(
+            "AMD CDNA 3, OAM module. Dense figures: the datasheet lists each matrix peak dense "
+            "and 'with structured sparsity' (2x); kept: FP16/BF16 1,307.4, FP8 2,614.9, TF32 "
+            "653.7, FP32 matrix 163.4 TFLOP/s, INT8 2,614.9 TOPS. No FP4 on CDNA 3. 192 GB HBM3 "
+            "at 5.3 TB/s. 304 compute units (AMD's SM) with 4 MB of L2 per XCD (32 MB) and a "
+            "256 MB Infinity Cache as last level (ROCm GPU specifications): l2_bytes is None since "
+            "neither is one shared L2 like NVIDIA's. Host link PCIe 5.0 x16 (datasheet); seven "
+            "Infinity Fabric links to peer GPUs."
+        ),
+        aliases=("amd mi300x", "instinct mi300x"),
+        torch_names=(r"mi300x",),
+        sm_count=304,
+        vector_peak_flops={"fp32": 163.4 * TERA},
+        whitepaper=_ROCM_SPECS,
+    ),
+    Accelerator(
+        name="MI325X",
+        peak_flops=_MI300_PEAKS,
+        memory_bandwidth=6e12,
+        memory_capacity=256 * GIB,
+        source=_MI325X_PAGE,
+        notes=(
+            "AMD CDNA 3 with the MI300X's compute (same dense peaks: FP16/BF16 1,307.4, FP8 "
+            "2,614.9 TFLOP/s; 2x with structured sparsity) and 256 GB of HBM3E at 6 TB/s. No FP4. "
+            "304 compute units; 32 MB L2 and 256 MB Infinity Cache, as on the MI300X (ROCm GPU "
+            "specifications). Host link PCIe 5.0 x16."
+        ),
+        aliases=("amd mi325x", "instinct mi325x"),
+        torch_names=(r"mi325x",),
+        sm_count=304,
+        vector_peak_flops={"fp32": 163.4 * TERA},
+        whitepaper=_ROCM_SPECS,
+    ),
 )
 
 _CX7_PDF = "https://www.nvidia.com/content/dam/en-zz/Solutions/networking/ethernet-adapters/connectx-7-datasheet-Final.pdf"
@@ -551,7 +714,125 @@ _LINKS: tuple[Link, ...] = (
         "900 GB/s total per H100 = 450 GB/s per direction.",
         ("nvlink4",),
     ),
+    Link(
+        "NVLink 5 (B200, GB200 NVL72)",
+        900e9,
+        1e-6,
+        _BLACKWELL_TUNING,
+        "1.8 TB/s total per Blackwell GPU (18 links of 100 GB/s) = 900 GB/s per direction. "
+        "Through NVLink Switch every GPU reaches every other at this rate: 8 GPUs in an HGX "
+        "B200, all 72 in a GB200 NVL72 (130 TB/s in all, GB200 NVL72 page). Latency: order of "
+        "magnitude, as for NVLink 4.",
+        ("nvlink5", "nvlink 5", "nvlink switch", "nvl72"),
+    ),
+    Link(
+        "NVLink-C2C (Grace-Blackwell)",
+        450e9,
+        1e-6,
+        _GB200_NVL72_PAGE,
+        "Grace CPU to Blackwell GPUs inside one GB200 superchip: 900 GB/s total, 450 GB/s per "
+        "direction, shared by the superchip's two GPUs. Coherent: a GPU reads Grace's LPDDR5X "
+        "directly, but that memory supplies at most 512 GB/s per Grace (both directions), so "
+        "a GPU fetching while its twin does gets about half of each. Latency: order of magnitude.",
+        ("nvlink-c2c", "c2c", "nvlink c2c"),
+    ),
+    Link(
+        "CXL Type-3 expander (PCIe 5.0 x16)",
+        32e9 * 16 * (128 / 130) / 8,
+        1e-6,
+        "https://computeexpresslink.org/cxl-specification/",
+        "CXL 2.0 memory expander (Type 3) on a PCIe 5.0 x16 port: the PCIe 5.0 x16 signalling "
+        "rate, 63.0 GB/s per direction before protocol overhead. Each access adds a few hundred "
+        "ns over local DRAM (about a remote NUMA socket's latency: Li et al., Pond, ASPLOS'23; "
+        "Sun et al., MICRO'23); a GPU reaches it through the host, so 1 us is the GPU's PCIe "
+        "order of magnitude, as for the PCIe entries.",
+        ("cxl", "cxl type-3", "cxl type 3", "cxl expander"),
+    ),
 )
+
+
+@dataclass(frozen=True)
+class NVLinkDomain:
+    """A rack whose GPUs share one NVLink Switch domain, and the CPU memory beside them.
+
+    Attributes
+    ----------
+    name : str
+        Display name, e.g. ``"GB200 NVL72"``.
+    accelerator : str
+        Catalog name of one GPU (:func:`get_accelerator`).
+    gpus, cpus : int
+        GPUs and CPUs in the domain.
+    cpu_memory_bytes : float
+        Memory of one CPU in bytes (the datasheet's "GB" read as GiB, as for HBM).
+    cpu_memory_bandwidth : float
+        Peak bandwidth of one CPU's memory in bytes/s.
+    gpu_link, cpu_link : str
+        Catalog names of the GPU-to-GPU link and the CPU-to-GPU link (:func:`get_link`).
+    source : str
+        URL of the specification.
+    notes : str
+        Caveats.
+    """
+
+    name: str
+    accelerator: str
+    gpus: int
+    cpus: int
+    cpu_memory_bytes: float
+    cpu_memory_bandwidth: float
+    gpu_link: str
+    cpu_link: str
+    source: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        _validate.positive_int("gpus", self.gpus)
+        _validate.positive_int("cpus", self.cpus)
+        _validate.positive("cpu_memory_bytes", self.cpu_memory_bytes)
+        _validate.positive("cpu_memory_bandwidth", self.cpu_memory_bandwidth)
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM of all the domain's GPUs: ``gpus * memory_capacity``."""
+        return self.gpus * get_accelerator(self.accelerator).memory_capacity
+
+    @property
+    def cpu_memory_total(self) -> float:
+        """CPU memory of the whole domain: ``cpus * cpu_memory_bytes``."""
+        return self.cpus * self.cpu_memory_bytes
+
+    def cpu_memory_bandwidth_per_gpu(self) -> float:
+        """Bytes/s one GPU gets from CPU memory when every GPU fetches at once.
+
+        ``min(cpu_link.bandwidth, cpu_memory_bandwidth) * cpus / gpus``: each CPU's
+        link (per direction) and its memory are shared by its ``gpus / cpus``
+        GPUs, and the slower of the two limits. GB200 NVL72:
+        ``min(450, 512) GB/s * 36 / 72 = 225 GB/s``.
+        """
+        link = get_link(self.cpu_link)
+        return min(link.bandwidth, self.cpu_memory_bandwidth) * self.cpus / self.gpus
+
+
+GB200_NVL72 = NVLinkDomain(
+    name="GB200 NVL72",
+    accelerator="GB200 (per GPU)",
+    gpus=72,
+    cpus=36,
+    cpu_memory_bytes=480 * GIB,
+    cpu_memory_bandwidth=512e9,
+    gpu_link="NVLink 5 (B200, GB200 NVL72)",
+    cpu_link="NVLink-C2C (Grace-Blackwell)",
+    source=_GB200_NVL72_PAGE,
+    notes=(
+        "36 GB200 superchips (1 Grace + 2 Blackwell each) in one NVLink Switch domain. The page "
+        "gives up to 13.4 TB of HBM3e at 576 TB/s and up to 17 TB of LPDDR5X at up to 18.4 TB/s "
+        "per rack, and per superchip up to 480 GB of LPDDR5X at up to 512 GB/s: 36 x 480 GB = "
+        "17.3 TB, the rack's 'up to 17 TB'. Chapter 9's tiers: the GPU's own HBM; the other GPUs' "
+        "HBM over NVLink 5; Grace LPDDR5X over NVLink-C2C."
+    ),
+)
+"""The GB200 NVL72 rack: 72 GPUs in one NVLink domain, with 36 Grace CPUs' LPDDR5X as a memory tier."""
 
 
 def _index(items: tuple, kind: str) -> dict[str, object]:

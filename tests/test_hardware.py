@@ -37,8 +37,24 @@ REQUIRED_ACCELERATORS = [
     "L4",
     "A10G",
     "RTX 4090",
+    "B200",
+    "B300",
+    "GB200",
+    "MI300X",
+    "MI325X",
 ]
-REQUIRED_LINKS = ["cx7", "cx6", "100gbe", "pcie4x16", "pcie5x16", "nvlink3", "nvlink4"]
+REQUIRED_LINKS = [
+    "cx7",
+    "cx6",
+    "100gbe",
+    "pcie4x16",
+    "pcie5x16",
+    "nvlink3",
+    "nvlink4",
+    "nvlink5",
+    "nvlink-c2c",
+    "cxl",
+]
 
 
 @pytest.mark.parametrize("name", REQUIRED_ACCELERATORS)
@@ -356,6 +372,11 @@ def test_memory_capacities_are_gib():
         "L4": 24,
         "A10G": 24,
         "RTX 4090": 24,
+        "B200 SXM": 180,
+        "B300 SXM": 288,
+        "GB200 (per GPU)": 186,
+        "MI300X": 192,
+        "MI325X": 256,
     }
     assert {
         a.name: a.memory_capacity / 2**30 for a in hardware.accelerators()
@@ -403,6 +424,12 @@ TORCH_NAMES = [
     ("NVIDIA L4", "L4"),
     ("NVIDIA A10G", "A10G"),
     ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ("NVIDIA B200", "B200 SXM"),
+    ("NVIDIA B300 SXM6 AC", "B300 SXM"),
+    ("NVIDIA GB200", "GB200 (per GPU)"),
+    ("AMD Instinct MI300X", "MI300X"),
+    ("AMD Instinct MI300X VF", "MI300X"),
+    ("AMD Instinct MI325X", "MI325X"),
 ]
 """Device names as torch.cuda.get_device_name() spells them on each catalog part (Colab, AWS, GCP, vendors' docs)."""
 
@@ -419,6 +446,9 @@ NOT_IN_CATALOG = [
     "NVIDIA A10",
     "Tesla P100-PCIE-16GB",
     "NVIDIA GeForce RTX 4080",
+    "NVIDIA GB300",  # Blackwell Ultra with Grace: not in the catalog (its peaks differ from the B300's)
+    "AMD Instinct MI250X",
+    "AMD Instinct MI355X",
 ]
 
 
@@ -471,3 +501,114 @@ def test_from_device_name_rejects_bad_input():
         from_device_name(4)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="device_name"):
         from_device_name("  ")
+
+
+# --- 2026 parts: Blackwell, Blackwell Ultra, CDNA 3 ----------------------------------------
+
+
+def test_blackwell_matches_nvidia_pages_dense():
+    """Per-GPU dense peaks from NVIDIA's board and rack totals.
+
+    HGX B200 page (8 GPUs, sparse): FP8 72 PFLOPS, BF16 36, TF32 18, INT8 72 POPS, FP32 600 TFLOPS;
+    per GPU dense = total / 8 / 2: FP8 4.5e15, BF16 2.25e15, TF32 1.125e15, INT8 4.5e15; FP32 75e12.
+    DGX B200 datasheet: 1,440 GB and 64 TB/s of HBM3e for 8 GPUs -> 180 GB and 8 TB/s each.
+    GB200 NVL72 page (72 GPUs, sparse): FP8 720 PFLOPS, BF16 360, TF32 180, FP32 5,760 TFLOPS, HBM3e
+    13.4 TB at 576 TB/s -> per GPU dense FP8 5e15, BF16 2.5e15, TF32 1.25e15, FP32 80e12, 8e12 B/s.
+    """
+    b200 = get_accelerator("B200")
+    assert_allclose(b200.flops("fp8"), 72e15 / 8 / 2, rtol=1e-12)
+    assert_allclose(b200.flops("bf16"), 36e15 / 8 / 2, rtol=1e-12)
+    assert_allclose(b200.flops("tf32"), 18e15 / 8 / 2, rtol=1e-12)
+    assert_allclose(b200.flops("int8"), 72e15 / 8 / 2, rtol=1e-12)
+    assert_allclose(b200.flops("fp32"), 600e12 / 8, rtol=1e-12)
+    assert_allclose(b200.memory_bandwidth, 64e12 / 8, rtol=1e-12)
+    assert b200.memory_capacity == 1440 // 8 * GIB
+    gb200 = get_accelerator("GB200")
+    assert_allclose(gb200.flops("fp8"), 720e15 / 72 / 2, rtol=1e-12)
+    assert_allclose(gb200.flops("bf16"), 360e15 / 72 / 2, rtol=1e-12)
+    assert_allclose(gb200.flops("tf32"), 180e15 / 72 / 2, rtol=1e-12)
+    assert_allclose(gb200.flops("fp32"), 5760e12 / 72, rtol=1e-12)
+    assert_allclose(gb200.memory_bandwidth, 576e12 / 72, rtol=1e-12)
+    assert abs(72 * 186 / 13_400 - 1) < 0.001  # 186 GB per GPU is the rack's 13.4 TB
+    b300 = get_accelerator("B300")
+    assert_allclose(b300.flops("bf16"), 36e15 / 8 / 2, rtol=1e-12)
+    assert b300.memory_capacity == 288 * GIB
+    with pytest.raises(KeyError, match="int8"):
+        b300.flops("int8")  # Blackwell Ultra's INT8 is cut; no figure kept
+
+
+def test_fp4_peaks_beside_the_catalog():
+    """FP4 dense: HGX B200 144 PFLOPS sparse / 8 / 2 = 9e15; HGX B300 108 PFLOPS dense / 8 = 13.5e15;
+    GB200 NVL72 1,440 PFLOPS sparse / 72 / 2 = 10e15. Every key is a catalog name; fp4 is no catalog dtype."""
+    fp4 = hardware.FP4_DENSE_FLOPS
+    assert_allclose(fp4["B200 SXM"], 144e15 / 8 / 2, rtol=1e-12)
+    assert_allclose(fp4["B300 SXM"], 108e15 / 8, rtol=1e-12)
+    assert_allclose(fp4["GB200 (per GPU)"], 1440e15 / 72 / 2, rtol=1e-12)
+    for name in fp4:
+        assert get_accelerator(name).name == name
+        assert fp4[name] > 2 * get_accelerator(name).flops("fp8") * 0.99
+    with pytest.raises(KeyError, match="fp4"):
+        hardware.dtype_bytes("fp4")
+
+
+def test_mi300x_and_mi325x_match_amd_datasheets():
+    """AMD MI300X datasheet: FP16/BF16 1,307.4 TFLOPS, FP8 2,614.9, TF32 653.7, FP32 matrix 163.4, INT8
+    2,614.9 TOPS (each doubled 'with structured sparsity'); 192 GB HBM3 at 5.3 TB/s. MI325X: the same compute,
+    256 GB HBM3E at 6 TB/s. Their 16-bit ridge points: 1,307.4 / 5.3 = 246.7 and 1,307.4 / 6 = 217.9 FLOP/byte.
+    """
+    mi300x, mi325x = get_accelerator("MI300X"), get_accelerator("MI325X")
+    assert_allclose(mi300x.flops("bf16"), 1307.4e12, rtol=1e-12)
+    assert_allclose(mi300x.flops("fp8"), 2614.9e12, rtol=1e-12)
+    assert_allclose(mi300x.flops("tf32"), 653.7e12, rtol=1e-12)
+    assert_allclose(mi300x.memory_bandwidth, 5.3e12, rtol=1e-12)
+    assert mi300x.memory_capacity == 192 * GIB
+    assert dict(mi325x.peak_flops) == dict(mi300x.peak_flops)
+    assert_allclose(mi325x.memory_bandwidth, 6e12, rtol=1e-12)
+    assert mi325x.memory_capacity == 256 * GIB
+    assert_allclose(mi300x.flops("bf16") / mi300x.memory_bandwidth, 246.68, rtol=1e-4)
+    assert_allclose(mi325x.flops("bf16") / mi325x.memory_bandwidth, 217.9, rtol=1e-4)
+    assert mi300x.sms() == 304  # compute units
+
+
+def test_new_parts_state_dense_and_where_figures_come_from():
+    """Each 2026 entry says its figures are dense, and the per-GPU ones say they are a share of a board or rack."""
+    for name in ("B200", "B300", "GB200", "MI300X", "MI325X"):
+        assert "dense" in get_accelerator(name).notes.lower(), name
+    for name in ("B200", "B300"):
+        assert "divided by 8" in get_accelerator(name).notes
+    assert "divided by 72" in get_accelerator("GB200").notes
+
+
+def test_2026_links_match_specs():
+    """NVLink 5: 1.8 TB/s per GPU = 900e9 per direction (Blackwell tuning guide); NVLink-C2C: 900 GB/s total
+    = 450e9 per direction (GB200 page); a CXL Type-3 expander on PCIe 5.0 x16: 32 GT/s x 16 x 128/130 / 8 =
+    63.0e9, the PCIe 5.0 x16 figure. NVLink 5 is twice NVLink 4 and about 14x PCIe 5.0 x16 (900 / 63.0 = 14.3).
+    """
+    assert_allclose(get_link("nvlink5").bandwidth, 1.8e12 / 2, rtol=1e-12)
+    assert_allclose(get_link("nvlink-c2c").bandwidth, 900e9 / 2, rtol=1e-12)
+    assert_allclose(get_link("cxl").bandwidth, 32e9 * 16 * 128 / 130 / 8, rtol=1e-12)
+    assert get_link("cxl").bandwidth == get_link("pcie5").bandwidth
+    assert_allclose(get_link("nvlink5").bandwidth / get_link("nvlink4").bandwidth, 2.0)
+    assert_allclose(
+        get_link("nvl72").bandwidth / get_link("pcie5").bandwidth, 14.29, rtol=1e-3
+    )
+
+
+def test_gb200_nvl72_domain():
+    """GB200 NVL72 page: 72 GPUs, 36 Grace CPUs with up to 480 GB of LPDDR5X at up to 512 GB/s each.
+
+    By hand: HBM 72 x 186 GiB = 13,392 GiB; CPU memory 36 x 480 GiB = 17,280 GiB (the page's "up to 17 TB");
+    one GPU's share of CPU-memory bandwidth when all fetch: min(450, 512) GB/s x 36 / 72 = 225 GB/s.
+    """
+    d = hardware.GB200_NVL72
+    assert d.gpus == 72 and d.cpus == 36
+    assert d.hbm_bytes == 72 * 186 * GIB
+    assert d.cpu_memory_total == 36 * 480 * GIB
+    assert_allclose(d.cpu_memory_bandwidth_per_gpu(), 225e9, rtol=1e-12)
+    assert get_link(d.gpu_link) is get_link("nvlink5")
+    assert get_link(d.cpu_link) is get_link("nvlink-c2c")
+    assert get_accelerator(d.accelerator) is get_accelerator("GB200")
+    with pytest.raises(ValueError, match="gpus"):
+        dataclasses.replace(d, gpus=0)
+    with pytest.raises(ValueError, match="cpu_memory_bandwidth"):
+        dataclasses.replace(d, cpu_memory_bandwidth=-1.0)
