@@ -532,29 +532,278 @@ def weights_read_bytes(
     return m._blocks(experts) * width + _lm_head_bytes(m, width)
 
 
-def kv_cache_bytes_per_token(model: str | ModelConfig, *, dtype: str = "bf16") -> float:
+@dataclass(frozen=True)
+class KVFormat:
+    """How a KV cache stores each element: payload bits plus per-group scale metadata.
+
+    A quantized cache keeps ``bits`` per element and, for every ``group_size``
+    consecutive elements, ``scale_bits`` of metadata (a scale, and a zero
+    point for asymmetric integer formats), so an element costs
+    ``(bits + scale_bits / group_size) / 8`` bytes on average
+    (:attr:`bytes_per_element`). ``group_size = None`` means one scale per
+    tensor (or per layer), whose cost per element is negligible.
+
+    Attributes
+    ----------
+    name : str
+        The format's name as a ``kv_dtype`` option, e.g. ``"int4"``.
+    bits : int
+        Payload bits per element.
+    group_size : int or None
+        Elements that share one set of scales; ``None``: per-tensor scales.
+    scale_bits : int
+        Bits of metadata per group (0 with per-tensor scales).
+    source : str
+        Where the layout comes from (a paper or a format specification).
+    notes : str
+        What the layout means and its accuracy caveat.
+    """
+
+    name: str
+    bits: int
+    group_size: int | None
+    scale_bits: int
+    source: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        _validate.positive_int("bits", self.bits)
+        if self.group_size is not None:
+            _validate.positive_int("group_size", self.group_size)
+        _validate.non_negative_int("scale_bits", self.scale_bits)
+        if self.group_size is None and self.scale_bits:
+            raise ValueError(
+                "scale_bits must be 0 when group_size is None (per-tensor scales)"
+            )
+
+    @property
+    def bytes_per_element(self) -> float:
+        """Average bytes per cached element: ``(bits + scale_bits / group_size) / 8``."""
+        overhead = 0.0 if self.group_size is None else self.scale_bits / self.group_size
+        return (self.bits + overhead) / 8
+
+
+_KIVI = "https://arxiv.org/abs/2402.02750"
+_KVQUANT = "https://arxiv.org/abs/2401.18079"
+_NVFP4 = "https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/"
+_FP8_KV = "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache.html"
+
+KV_FORMATS: Mapping[str, KVFormat] = MappingProxyType(
+    {
+        f.name: f
+        for f in (
+            KVFormat(
+                "fp32",
+                32,
+                None,
+                0,
+                "https://en.wikipedia.org/wiki/IEEE_754",
+                "Unquantized single precision.",
+            ),
+            KVFormat(
+                "fp16",
+                16,
+                None,
+                0,
+                "https://en.wikipedia.org/wiki/IEEE_754",
+                "Unquantized half precision.",
+            ),
+            KVFormat(
+                "bf16",
+                16,
+                None,
+                0,
+                "https://en.wikipedia.org/wiki/Bfloat16_floating-point_format",
+                "Unquantized: the book's default KV dtype.",
+            ),
+            KVFormat(
+                "fp8",
+                8,
+                None,
+                0,
+                _FP8_KV,
+                "FP8 (E4M3 or E5M2) with one scale per tensor or layer, as vLLM's and SGLang's "
+                "fp8 KV caches store it: 1 byte per element.",
+            ),
+            KVFormat(
+                "int8",
+                8,
+                128,
+                32,
+                _KVQUANT,
+                "8-bit integers, asymmetric, with an fp16 scale and an fp16 zero point per group of "
+                "128 elements (one head's row): 8 + 32/128 = 8.25 bits.",
+            ),
+            KVFormat(
+                "fp4",
+                4,
+                16,
+                8,
+                _NVFP4,
+                "NVFP4 (Blackwell): 4-bit E2M1 values with one FP8 (E4M3) scale per block of 16 and a "
+                "per-tensor FP32 scale (negligible): 4 + 8/16 = 4.5 bits.",
+            ),
+            KVFormat(
+                "int4",
+                4,
+                32,
+                32,
+                _KIVI,
+                "KIVI-style 4-bit: asymmetric groups of 32 elements with an fp16 scale and an fp16 "
+                "zero point (keys grouped per channel, values per token): 4 + 32/32 = 5 bits. KIVI "
+                "also keeps the most recent 128 tokens in full precision, a fixed cost per sequence "
+                "left out here.",
+            ),
+            KVFormat(
+                "int2",
+                2,
+                32,
+                32,
+                _KIVI,
+                "KIVI-style 2-bit, laid out as int4: 2 + 32/32 = 3 bits.",
+            ),
+        )
+    }
+)
+"""KV-cache storage formats by ``kv_dtype`` name, with their scale overhead (:class:`KVFormat`).
+
+Accuracy is not free: fp8 KV is near-lossless in published evaluations; KIVI
+(Liu et al., ICML'24) reports 2-bit keys (per channel) and values (per token) keeping
+almost the quality of fp16 on its Llama, Falcon and Mistral benchmarks; KVQuant (Hooper et al.,
+NeurIPS'24) needs per-channel pre-RoPE keys, non-uniform levels and
+dense-and-sparse outliers to keep 3-bit perplexity within 0.1 of fp16. Naive
+per-token int4 or int2 without these measures degrades far more.
+"""
+
+
+def kv_format(kv_dtype: str | KVFormat) -> KVFormat:
+    """The :class:`KVFormat` named ``kv_dtype`` (one of :data:`KV_FORMATS`); a :class:`KVFormat` passes through."""
+    if isinstance(kv_dtype, KVFormat):
+        return kv_dtype
+    key = _validate.name("kv_dtype", kv_dtype)
+    if key not in KV_FORMATS:
+        raise KeyError(
+            f"kv_dtype {kv_dtype!r} is unknown; choose one of {sorted(KV_FORMATS)}"
+        )
+    return KV_FORMATS[key]
+
+
+def kv_cache_bytes_per_token(
+    model: str | ModelConfig,
+    *,
+    dtype: str = "bf16",
+    kv_dtype: str | KVFormat | None = None,
+) -> float:
     """Bytes of KV cache one token adds: ``n_layers * kv_elements_per_layer * bytes``.
 
     ``2 * n_layers * n_kv_heads * head_dim * bytes`` for MHA/GQA: for
     Llama-2-70B in bf16, ``2 * 80 * 8 * 128 * 2 = 327,680`` bytes. With MLA,
     ``n_layers * (kv_lora_rank + qk_rope_head_dim) * bytes``: for
     DeepSeek-V3 in bf16, ``61 * 576 * 2 = 70,272`` bytes.
+
+    ``bytes`` is ``dtype``'s width, or, with ``kv_dtype`` (a quantized cache,
+    :data:`KV_FORMATS`), that format's :attr:`KVFormat.bytes_per_element`,
+    scales included: Llama-3-70B in ``"int4"`` is ``163,840 * 5 / 8 = 102,400``.
     """
     m = get_model(model)
-    return float(m.n_layers * m.kv_elements_per_layer * dtype_bytes(dtype))
+    width = (
+        dtype_bytes(dtype)
+        if kv_dtype is None
+        else kv_format(kv_dtype).bytes_per_element
+    )
+    return float(m.n_layers * m.kv_elements_per_layer * width)
 
 
 def kv_cache_bytes(
-    model: str | ModelConfig, tokens: int, *, batch: int = 1, dtype: str = "bf16"
+    model: str | ModelConfig,
+    tokens: int,
+    *,
+    batch: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | KVFormat | None = None,
 ) -> float:
     """Bytes of KV cache that ``batch`` sequences of ``tokens`` tokens each hold.
 
     ``batch * tokens * kv_cache_bytes_per_token``. For Llama-3-70B in bf16, one
     sequence of 4,096 tokens: ``4096 * 327,680`` bytes, about 1.34 GB.
+    ``kv_dtype`` as in :func:`kv_cache_bytes_per_token`.
     """
     tokens = _validate.positive_int("tokens", tokens)
     batch = _validate.positive_int("batch", batch)
-    return batch * tokens * kv_cache_bytes_per_token(model, dtype=dtype)
+    return (
+        batch * tokens * kv_cache_bytes_per_token(model, dtype=dtype, kv_dtype=kv_dtype)
+    )
+
+
+def kv_capacity_tokens(
+    model: str | ModelConfig,
+    capacity_bytes: float,
+    *,
+    kv_dtype: str | KVFormat = "bf16",
+) -> int:
+    """Tokens of KV cache that ``capacity_bytes`` hold in ``kv_dtype``: ``floor(capacity / bytes per token)``.
+
+    This is the capacity a prefix cache's hit-rate curve is read at
+    (:func:`helpers.cachesim.hit_rate_curve` takes capacities in tokens), so
+    a smaller format moves a cache along that curve: the same 100 GB holds
+    305,175 Llama-3-70B tokens in bf16 and 976,562 in ``"int4"`` (3.2x, not 4x,
+    because of the scales).
+    """
+    capacity = _validate.non_negative("capacity_bytes", capacity_bytes)
+    return int(capacity // kv_cache_bytes_per_token(model, kv_dtype=kv_dtype))
+
+
+def kv_size_ratio(
+    kv_dtype: str | KVFormat, *, baseline: str | KVFormat = "bf16"
+) -> float:
+    """How many times smaller ``kv_dtype`` makes the cache than ``baseline``: ``bytes(baseline) / bytes(kv_dtype)``.
+
+    bf16 -> fp8: 2; -> int4 (5 bits with scales): 3.2; -> fp4 (4.5 bits): 3.56; -> int2: 5.33.
+    """
+    return kv_format(baseline).bytes_per_element / kv_format(kv_dtype).bytes_per_element
+
+
+def recompute_flops_per_kv_byte(
+    model: str | ModelConfig, *, kv_dtype: str | KVFormat = "bf16"
+) -> float:
+    """FLOP it takes to recompute one byte of KV cache (weight matmuls only): ``c * d_model``.
+
+    ``linear_flops_per_token / kv_cache_bytes_per_token``: the constant that
+    Chapter 6's rule compares with a link's FLOP/s per byte/s (fetch when
+    ``peak FLOP/s / bandwidth < c * d``), the same quantity as
+    :func:`helpers.kvcache.hidden_size_constant` times ``d_model`` for 16-bit
+    caches. A smaller KV format raises it by :func:`kv_size_ratio`: every byte
+    fetched stands for more recomputation, so fetching wins on slower links.
+    Llama-3-70B: ``136,902,082,560 / 327,680 = 417,792`` FLOP/byte in bf16, 3.2x that
+    in ``"int4"``. (Dequantizing costs a few FLOP per element, left out.)
+    """
+    m = get_model(model)
+    return linear_flops_per_token(m) / kv_cache_bytes_per_token(m, kv_dtype=kv_dtype)
+
+
+def kv_transfer_bytes(
+    model: str | ModelConfig,
+    tokens: int,
+    *,
+    kv_dtype: str | KVFormat = "bf16",
+    compression: float = 1.0,
+) -> float:
+    """Bytes on the wire to send ``tokens`` tokens of KV cache stored in ``kv_dtype``, compressed ``compression``-fold.
+
+    ``kv_cache_bytes(tokens, kv_dtype) / compression``. ``compression`` (>= 1)
+    is a codec's size reduction on top of the stored format, CacheGen-style
+    (Liu et al., SIGCOMM'24: delta and arithmetic coding of quantized KV,
+    a KV cache 3.5-4.3x smaller than the KV-reusing systems it compares
+    with, at negligible quality loss on its benchmarks). The codec's encode and decode time is not counted: a fetch is
+    ``kv_transfer_bytes / bandwidth`` plus the decode time, which CacheGen
+    runs on the GPU and overlaps with transfer.
+    """
+    compression = _validate.positive("compression", compression)
+    if compression < 1:
+        raise ValueError(
+            f"compression must be >= 1 (a size reduction), got {compression!r}"
+        )
+    return kv_cache_bytes(model, tokens, kv_dtype=kv_dtype) / compression
 
 
 def linear_flops_per_token(model: str | ModelConfig) -> float:
