@@ -301,7 +301,7 @@ _MI300_PEAKS: Mapping[str, float] = MappingProxyType(
 )
 """Dense matrix peaks of the MI300X and MI325X (AMD datasheets; the sparse figures are twice these)."""
 FP4_DENSE_FLOPS: Mapping[str, float] = MappingProxyType(
-    {"B200 SXM": 9000 * TERA, "B300 SXM": 13500 * TERA, "GB200 (per GPU)": 10000 * TERA}
+    {"B200 SXM": 9000 * TERA, "B300 SXM": 13125 * TERA, "GB200 (per GPU)": 10000 * TERA}
 )
 """Dense FP4 tensor-core peaks (FLOP/s) where published, by catalog name (sources in each entry's notes).
 
@@ -577,8 +577,8 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "Blackwell Ultra, one GPU of an 8-GPU HGX B300 board: board totals divided by 8. "
             "Dense figures: FP8 72, BF16 36, TF32 18 PFLOPS per board are 2:4-sparse, so 4.5, "
             "2.25, 1.125 PFLOP/s dense per GPU; FP32 600 TFLOPS per board is 75 per GPU. FP4 "
-            "(not a catalog dtype): 144 PFLOPS sparse and 108 dense per board, 13.5 PFLOP/s dense "
-            "per GPU (Blackwell Ultra raised dense FP4 by half, so sparsity no longer doubles it). "
+            "(not a catalog dtype): 144 PFLOPS sparse and 105 dense per board, 13.125 PFLOP/s dense "
+            "per GPU (Blackwell Ultra raised dense FP4 by about half, so sparsity no longer doubles it). "
             "Blackwell Ultra cut INT8 to a few POPS per board, so no int8 figure is kept. 288 GB "
             "HBM3e (2.3 TB per board) at 8 TB/s (NVIDIA's Blackwell Ultra technical blog). Host "
             "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet."

@@ -538,11 +538,11 @@ def test_blackwell_matches_nvidia_pages_dense():
 
 
 def test_fp4_peaks_beside_the_catalog():
-    """FP4 dense: HGX B200 144 PFLOPS sparse / 8 / 2 = 9e15; HGX B300 108 PFLOPS dense / 8 = 13.5e15;
+    """FP4 dense: HGX B200 144 PFLOPS sparse / 8 / 2 = 9e15; HGX B300 105 PFLOPS dense / 8 = 13.125e15;
     GB200 NVL72 1,440 PFLOPS sparse / 72 / 2 = 10e15. Every key is a catalog name; fp4 is no catalog dtype."""
     fp4 = hardware.FP4_DENSE_FLOPS
     assert_allclose(fp4["B200 SXM"], 144e15 / 8 / 2, rtol=1e-12)
-    assert_allclose(fp4["B300 SXM"], 108e15 / 8, rtol=1e-12)
+    assert_allclose(fp4["B300 SXM"], 105e15 / 8, rtol=1e-12)
     assert_allclose(fp4["GB200 (per GPU)"], 1440e15 / 72 / 2, rtol=1e-12)
     for name in fp4:
         assert get_accelerator(name).name == name
