@@ -280,7 +280,6 @@ _B300_PEAKS: Mapping[str, float] = MappingProxyType(
 """Dense peaks of one HGX B300 GPU: the HGX page's 8-GPU sparse figures / 8 / 2 (FP32 / 8); no INT8 kept."""
 _GB200_PEAKS: Mapping[str, float] = MappingProxyType(
     {
-        "fp32": 80 * TERA,
         "tf32": 1250 * TERA,
         "fp16": 2500 * TERA,
         "bf16": 2500 * TERA,
@@ -288,7 +287,7 @@ _GB200_PEAKS: Mapping[str, float] = MappingProxyType(
         "int8": 5000 * TERA,
     }
 )
-"""Dense peaks of one GB200 GPU: the GB200 NVL72 page's rack sparse figures / 72 / 2 (FP32 / 72)."""
+"""Dense tensor-core peaks of one GB200 GPU: the GB200 NVL72 page's rack sparse figures / 72 / 2."""
 _MI300_PEAKS: Mapping[str, float] = MappingProxyType(
     {
         "fp32": 163.4 * TERA,
@@ -598,7 +597,8 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "One Blackwell GPU of a GB200 superchip (1 Grace CPU + 2 GPUs), as in the GB200 "
             "NVL72 rack: the rack's figures divided by 72. Dense figures: the page's FP8 720, "
             "BF16 360, TF32 180 PFLOPS and INT8 720 POPS are 2:4-sparse, so 5, 2.5, 1.25 PFLOP/s "
-            "and 5 POPS dense per GPU; FP32 5,760 TFLOPS is 80 per GPU. These run at a higher "
+            "and 5 POPS dense per GPU. No FP32 figure is kept: transcriptions of NVIDIA's figures "
+            "disagree (80 or 90 TFLOPS per GPU). These run at a higher "
             "power limit than the HGX B200's, hence the ~11 % higher peaks. FP4 (not a catalog "
             "dtype): 1,440 PFLOPS sparse per rack, 10 PFLOP/s dense per GPU. HBM3e 13.4 TB and "
             "576 TB/s per rack: 186 GB and 8 TB/s per GPU (the driver reports 186 GB, MLPerf v6.1 "
@@ -607,7 +607,6 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         ),
         aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
         torch_names=(r"\bgb200\b",),
-        vector_peak_flops={"fp32": 80 * TERA},
         whitepaper=_GB200_NVL72_PAGE,
     ),
     Accelerator(
