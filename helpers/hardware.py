@@ -254,6 +254,7 @@ _DGX_B200_PDF = "https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datashe
 _GB200_NVL72_PAGE = "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
 _BLACKWELL_ULTRA_BLOG = "https://developer.nvidia.com/blog/inside-nvidia-blackwell-ultra-the-chip-powering-the-ai-factory-era/"
 _BLACKWELL_TUNING = "https://docs.nvidia.com/cuda/blackwell-tuning-guide/"
+_B200_QUERY = "https://github.com/pytorch/ao/pull/4002"
 _MI300X_PDF = "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf"
 _MI325X_PAGE = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"
 _ROCM_SPECS = "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"
@@ -558,13 +559,17 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "4.5 POPS dense per GPU; FP32 600 TFLOPS per board is 75 per GPU. FP4 (not a catalog "
             "dtype): 144 PFLOPS sparse per board, 9 PFLOP/s dense per GPU. HBM3e 1,440 GB and "
             "64 TB/s per board: 180 GB and 8 TB/s per GPU (DGX B200 datasheet). Host link PCIe "
-            "5.0 x16 (MLPerf Inference v6.0 system descriptions). No SM count or L2 size on the "
-            "datasheet, so None."
+            "5.0 x16 (MLPerf Inference v6.0 system descriptions). The datasheet gives no SM count "
+            "or L2 size; a CUDA device query on a B200 (pytorch/ao PR 4002) reports 148 SMs, "
+            "126.5 MB of L2, 178.35 GiB of memory (1 % under 180) and a 7,680-bit bus that makes "
+            "the peak 7.67 TB/s rather than the datasheet's 8 (kept, as for every entry)."
         ),
         aliases=("b200", "hgx b200", "nvidia b200"),
         torch_names=(r"\bb200\b",),
+        sm_count=148,
+        l2_bytes=126.5 * MIB,
         vector_peak_flops={"fp32": 75 * TERA},
-        whitepaper=_DGX_B200_PDF,
+        whitepaper=_B200_QUERY,
     ),
     Accelerator(
         name="B300 SXM",
@@ -580,7 +585,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "per GPU (Blackwell Ultra raised dense FP4 by about half, so sparsity no longer doubles it). "
             "Blackwell Ultra cut INT8 to a few POPS per board, so no int8 figure is kept. 288 GB "
             "HBM3e (2.3 TB per board) at 8 TB/s (NVIDIA's Blackwell Ultra technical blog). Host "
-            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet."
+            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet, so None."
         ),
         aliases=("b300", "hgx b300", "nvidia b300"),
         torch_names=(r"\bb300\b",),
@@ -603,7 +608,8 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "dtype): 1,440 PFLOPS sparse per rack, 10 PFLOP/s dense per GPU. HBM3e 13.4 TB and "
             "576 TB/s per rack: 186 GB and 8 TB/s per GPU (the driver reports 186 GB, MLPerf v6.1 "
             "GB200-186GB systems). Host link NVLink-C2C to the superchip's Grace CPU (not PCIe); "
-            "its LPDDR5X (480 GB per Grace, 512 GB/s) is a memory tier, see GB200_NVL72."
+            "its LPDDR5X (480 GB per Grace, 512 GB/s) is a memory tier, see GB200_NVL72. No SM "
+            "count or L2 size on the page, so None."
         ),
         aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
         torch_names=(r"\bgb200\b",),
@@ -640,7 +646,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "AMD CDNA 3 with the MI300X's compute (same dense peaks: FP16/BF16 1,307.4, FP8 "
             "2,614.9 TFLOP/s; 2x with structured sparsity) and 256 GB of HBM3E at 6 TB/s. No FP4. "
             "304 compute units; 32 MB L2 and 256 MB Infinity Cache, as on the MI300X (ROCm GPU "
-            "specifications). Host link PCIe 5.0 x16."
+            "specifications); l2_bytes is None, as on the MI300X. Host link PCIe 5.0 x16."
         ),
         aliases=("amd mi325x", "instinct mi325x"),
         torch_names=(r"mi325x",),

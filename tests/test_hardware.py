@@ -613,3 +613,20 @@ def test_gb200_nvl72_domain():
         dataclasses.replace(d, gpus=0)
     with pytest.raises(ValueError, match="cpu_memory_bandwidth"):
         dataclasses.replace(d, cpu_memory_bandwidth=-1.0)
+
+
+def test_every_gpu_without_sms_or_l2_says_why():
+    """A GPU without an SM count or L2 size says why in its notes (they are None, not guessed), and sms() raises.
+
+    The H20 (no NVIDIA datasheet), the B300 and GB200 (none on their pages) and the MI300X/MI325X (two
+    cache levels, neither one shared L2) say so. The B200's 148 SMs and 126.5 MB of L2 come from a CUDA
+    device query on one (pytorch/ao PR 4002).
+    """
+    for acc in hardware.accelerators():
+        if acc.sm_count is None or acc.l2_bytes is None:
+            assert "None" in acc.notes, acc.name
+        if acc.sm_count is None:
+            with pytest.raises(KeyError, match="no published SM count"):
+                acc.sms()
+    b200 = get_accelerator("B200")
+    assert b200.sms() == 148 and b200.l2_bytes == 126.5 * 2**20
