@@ -104,6 +104,28 @@ def tp_allreduce_time(
     )
 
 
+KERNELS_PER_LAYER = 9
+"""Kernels one decoder layer launches in a decode or prefill step, as vLLM's Llama layer runs them.
+
+``vllm/model_executor/models/llama.py``, ``LlamaDecoderLayer.forward``: the
+input RMSNorm (fused with the residual add), the QKV projection, rotary
+embedding, attention, the output projection, the post-attention RMSNorm
+(fused add), the gate-up projection, SiluAndMul and the down projection: 9.
+The tensor-parallel all-reduces are costed separately (:func:`tp_allreduce_time`).
+"""
+
+
+def kernels_per_step(model: str | ModelConfig) -> int:
+    """Kernels of one forward pass: :data:`KERNELS_PER_LAYER` per layer, plus the embedding, final norm and lm_head (3).
+
+    Each pays the GPU-side floor of :func:`helpers.dispatch.kernel_floor`.
+
+    >>> kernels_per_step("llama-3-70b")
+    723
+    """
+    return KERNELS_PER_LAYER * get_model(model).n_layers + 3
+
+
 def _with_comm(parts: TimeBreakdown, comm_s: float) -> TimeBreakdown:
     if comm_s == 0:
         return parts
@@ -502,12 +524,14 @@ def max_batch_under_slo(
 
 __all__ = [
     "AUTO",
+    "KERNELS_PER_LAYER",
     "RESERVE",
     "SloBatch",
     "critical_decode_batch",
     "decode_step",
     "decode_step_time",
     "free_kv_bytes",
+    "kernels_per_step",
     "max_batch_under_slo",
     "mean_decode_context",
     "suffix_prefill_time",
