@@ -815,3 +815,125 @@ _REPORTS = (
     "fractions_markdown",
     "targets_markdown",
 )
+
+
+_SPECS: dict[Kind, _Kind] = {
+    "gemm": _GEMM,
+    "resnet50": _RESNET,
+    "decode": _DECODE,
+    "kv_transfer": _KV,
+}
+
+
+def calibrated_constant(kind: Kind, gpu: str | None) -> float:
+    """The one constant (s) fitted for ``gpu`` (``None``: host memory) and ``kind``; 0 if it has none."""
+    if kind not in _SPECS:
+        raise ValueError(f"kind must be one of {tuple(_SPECS)}, got {kind!r}")
+    name = None if gpu is None else get_accelerator(gpu).name
+    for c in with_role(compare(kind), "calibration"):
+        if c.point.gpu == name:
+            return _solve_constant(
+                partial(_calibration_time, _SPECS[kind], c.point),
+                _time(c.point, c.point.value),
+                hi=_SPECS[kind].hi,
+            )
+    return 0.0
+
+
+def implied_constant(point: PublishedPoint) -> float:
+    """The constant (s) that would make the calibrated model reproduce ``point`` by itself.
+
+    Evidence for what a missed target leaves out: if the points of one GPU
+    imply very different constants (per framework, say), the constant is not
+    a property of the GPU.
+    """
+    if point.kind not in _SPECS:
+        raise ValueError(
+            f"point.kind must be one of {tuple(_SPECS)}, got {point.kind!r}"
+        )
+    spec = _SPECS[point.kind]
+    return _solve_constant(
+        partial(_calibration_time, spec, point), _time(point, point.value), hi=spec.hi
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One whole workload as the three models predict it, beside a published value where one matches.
+
+    ``roofline`` is the first-order bound (naive); ``constant_free`` and
+    ``calibrated`` the second-order models; ``published`` the dataset's
+    value for exactly this setting (NaN if none). Units: those of the kind
+    (images/s for ResNet-50, tokens/s or s for decode).
+    """
+
+    kind: Kind
+    gpu: str
+    label: str
+    unit: str
+    roofline: float
+    constant_free: float
+    calibrated: float
+    published: float
+
+
+def predict_workload(
+    kind: Literal["resnet50", "decode"], gpu: str, **setting: object
+) -> Workload:
+    """The three models' prediction for a setting of ``kind`` on ``gpu``, with a matching published value.
+
+    ``setting`` holds the kind's CSV columns: for ``resnet50`` ``batch``,
+    ``precision``, ``framework`` (``"PyTorch"`` by default) and optionally
+    ``image_size``; for ``decode`` ``model``, ``batch``, ``input_len``,
+    ``output_len``, ``num_gpus``, ``precision``, ``quantity`` (``"throughput"``
+    by default) and ``framework``. The calibrated model uses ``gpu``'s one
+    constant for ``kind`` (:func:`calibrated_constant`).
+
+    >>> w = predict_workload("resnet50", "T4", batch=64, precision="fp16")
+    >>> round(w.published), round(w.roofline) > 3 * round(w.published)
+    (1165, True)
+    """
+    name = get_accelerator(gpu).name
+    cols = {k: str(v) for k, v in setting.items()}
+    precision = cols.pop("precision", "fp16")
+    quantity = cols.pop("quantity", "throughput")
+    if kind == "resnet50":
+        cols.setdefault("framework", "PyTorch")
+        cols.setdefault("image_size", "224")
+        unit = "images/s"
+    elif kind == "decode":
+        cols.setdefault("framework", "")
+        cols.setdefault("num_gpus", "1")
+        cols.setdefault("output_len", "")
+        unit = "s" if quantity.endswith("latency") else "tokens/s"
+    else:
+        raise ValueError(f"kind must be 'resnet50' or 'decode', got {kind!r}")
+    point = PublishedPoint(
+        kind,
+        name,
+        precision,
+        quantity,
+        1.0,
+        unit,
+        cols,
+        source="https://model.invalid",
+        locator="predicted",
+    )
+    spec = _SPECS[kind]
+    published = [
+        p.value
+        for p in load(kind, gpu=name)
+        if (p.precision or UNSTATED_PRECISION) == precision
+        and p.quantity == quantity
+        and all(p.setting.get(k) == v for k, v in cols.items() if v)
+    ]
+    return Workload(
+        kind,
+        name,
+        point.label,
+        unit,
+        spec.naive(point),
+        spec.model(point, 0.0),
+        spec.model(point, calibrated_constant(kind, name)),
+        statistics.median(published) if published else math.nan,
+    )

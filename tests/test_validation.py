@@ -348,3 +348,25 @@ def test_excluded_decode_points_say_why_and_capacity_is_the_books() -> None:
                 dtype=p.precision or "fp16",
             )
             assert p.integer("batch") > fits
+
+
+def test_predict_workload_t4_resnet_by_the_published_table() -> None:
+    """G2: ResNet-50 on a T4, batch 64, fp16. NVIDIA's DeepLearningExamples table gives 1,165 images/s
+    (PyTorch AMP). The first-order roofline is a bound several times above it; the constant-free
+    second-order model (38 % of the fp16 peak, the T4's published matmul share) lands within 5 %."""
+    w = validation.predict_workload("resnet50", "T4", batch=64, precision="fp16")
+    assert w.published == 1165
+    assert w.roofline > 4 * w.published
+    assert abs(w.constant_free / w.published - 1) < 0.05
+    assert w.calibrated <= w.constant_free
+    with pytest.raises(ValueError, match="kind"):
+        validation.predict_workload("gemm", "T4")  # type: ignore[arg-type]
+
+
+def test_implied_constant_reproduces_its_point_and_the_calibrated_one() -> None:
+    for kind in ("gemm", "resnet50", "decode"):
+        for c in validation.with_role(validation.compare(kind), "calibration"):
+            assert validation.implied_constant(
+                c.point
+            ) == validation.calibrated_constant(kind, c.point.gpu)
+    assert validation.calibrated_constant("gemm", "T4") == 0.0
