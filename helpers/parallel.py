@@ -57,6 +57,7 @@ from . import _validate
 from .hardware import Accelerator, Link, get_accelerator, get_link
 
 ALGORITHMS = ("ring", "tree")
+"""The algorithms every collective here offers."""
 _TP_LINKS = {"NVLink 4 (H100)": ("H100", "H200", "H20"), "NVLink 3 (A100)": ("A100",)}
 _EXPORT_NVLINK = Link(
     "NVLink (A800/H800, 400 GB/s)",
@@ -68,6 +69,7 @@ _EXPORT_NVLINK = Link(
     "Latency as the other NVLinks, an order of magnitude.",
 )
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
+"""The collectives :func:`collective_time` and :func:`bus_bandwidth` accept."""
 
 # nccl-tests' correction factors from algorithm bandwidth S/t to bus bandwidth
 # (doc/PERFORMANCE.md, "Summary"); also the bandwidth terms' factors above.
