@@ -10,6 +10,7 @@ computed by :func:`helpers.roofline.crossing_batch`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -52,6 +53,10 @@ def filter_limit(batch: int, height: int, width: int, *, dtype: str = "fp16") ->
     height = _validate.positive_int("height", height)
     width = _validate.positive_int("width", width)
     return 2 * batch * height * width / dtype_bytes(dtype)
+
+
+def _cost_at(layer: Layer, batch: int, *, dtype: str) -> Cost:
+    return layer_cost(layer, batch, dtype=dtype)
 
 
 def layer_cost(layer: Layer, batch: int, *, dtype: str = "fp16") -> Cost:
@@ -154,11 +159,11 @@ def resnet50_roofline(
                 flops=cost.flops,
                 bytes=cost.bytes,
                 intensity=cost.intensity,
-                attainable=ceiling,
+                attainable=float(ceiling),
                 seconds=parts.seconds,
                 bound=parts.bound,
                 crossing_batch=crossing_batch(
-                    lambda b, layer=layer: layer_cost(layer, b, dtype=dtype),
+                    functools.partial(_cost_at, layer, dtype=dtype),
                     device,
                     dtype=dtype,
                 ),
