@@ -26,11 +26,14 @@ Modules, one concept each:
 * :mod:`helpers.profiling` -- sorting a profiler's kernels into matrix and
   elementwise work
 * :mod:`helpers.published`, :mod:`helpers.validation` -- GPU measurements
-  others published, each cited, and both time models checked against them
+  others published, each cited, and the time models checked against them
+* :mod:`helpers.reports` -- Markdown tables of those measurements and errors
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the
   largest batch that fits, batches under a latency target
+* :mod:`helpers.parallel` -- collectives across GPUs: ring and tree
+  all-reduce, all-gather, reduce-scatter, all-to-all over the catalog's links
 * :mod:`helpers.serving` -- serving under TTFT and TBT targets: a decode
   step with a prefill chunk, goodput, the prefill-to-decode ratio
 * :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,

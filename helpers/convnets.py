@@ -10,6 +10,7 @@ computed by :func:`helpers.roofline.crossing_batch`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -52,6 +53,10 @@ def filter_limit(batch: int, height: int, width: int, *, dtype: str = "fp16") ->
     height = _validate.positive_int("height", height)
     width = _validate.positive_int("width", width)
     return 2 * batch * height * width / dtype_bytes(dtype)
+
+
+def _cost_at(layer: Layer, batch: int, *, dtype: str) -> Cost:
+    return layer_cost(layer, batch, dtype=dtype)
 
 
 def layer_cost(layer: Layer, batch: int, *, dtype: str = "fp16") -> Cost:
@@ -154,11 +159,11 @@ def resnet50_roofline(
                 flops=cost.flops,
                 bytes=cost.bytes,
                 intensity=cost.intensity,
-                attainable=ceiling,
+                attainable=float(ceiling),
                 seconds=parts.seconds,
                 bound=parts.bound,
                 crossing_batch=crossing_batch(
-                    lambda b, layer=layer: layer_cost(layer, b, dtype=dtype),
+                    functools.partial(_cost_at, layer, dtype=dtype),
                     device,
                     dtype=dtype,
                 ),
@@ -289,16 +294,19 @@ def resnet50_stream_time(
     fused: bool = True,
     dispatch_s: float = 5e-6,
     image_size: int = 224,
+    kernel_floor_s: float = 0.0,
 ) -> float:
     """Second-order seconds of one ResNet-50 step: its kernels as one asynchronous stream.
 
     :func:`helpers.dispatch.stream_time` of :func:`resnet50_kernel_seconds`
     with ``dispatch_s`` of CPU time per kernel: 174 kernels unfused (eager),
-    56 fused. Compare :func:`resnet50_step_time`, the first-order sum of
-    the 54 GEMM layers' roofline times plus an overhead per layer.
+    56 fused, and ``kernel_floor_s`` of GPU-side time per kernel
+    (:func:`helpers.dispatch.kernel_floor`; 0 leaves it out). Compare
+    :func:`resnet50_step_time`, the first-order sum of the 54 GEMM layers'
+    roofline times plus an overhead per layer.
     """
     dispatch_s = _validate.non_negative("dispatch_s", dispatch_s)
     gpu = resnet50_kernel_seconds(
         batch, acc, dtype=dtype, fused=fused, image_size=image_size
     )
-    return dispatch.stream_time(gpu, dispatch_s)
+    return dispatch.stream_time(gpu, dispatch_s, kernel_floor_s=kernel_floor_s)

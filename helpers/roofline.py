@@ -44,8 +44,11 @@ Roof = Literal["tensor", "vector"]
 class HasCost(Protocol):
     """Anything with ``flops`` (FLOP) and ``bytes`` (bytes), such as :class:`helpers.ops.Cost`."""
 
-    flops: float
-    bytes: float
+    @property
+    def flops(self) -> float: ...
+
+    @property
+    def bytes(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,10 @@ class TimeBreakdown:
     bound : {'compute', 'memory', 'overhead'}
         The term that sets ``seconds`` (``'overhead'`` when the overhead
         exceeds both other terms).
+    comm_s : float
+        Collective communication on the step's critical path (s), already in
+        ``seconds`` (tensor-parallel all-reduces, :func:`helpers.inference.tp_allreduce_time`);
+        0 for one device.
     """
 
     compute_s: float
@@ -77,6 +84,7 @@ class TimeBreakdown:
     overhead_s: float
     seconds: float
     bound: Bound
+    comm_s: float = 0.0
 
 
 def ridge_point(acc: str | Accelerator, *, dtype: str = "fp16") -> float:
