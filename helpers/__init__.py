@@ -31,6 +31,8 @@ Modules, one concept each:
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the
   largest batch that fits, batches under a latency target
+* :mod:`helpers.parallel` -- collectives across GPUs: ring and tree
+  all-reduce, all-gather, reduce-scatter, all-to-all over the catalog's links
 * :mod:`helpers.serving` -- serving under TTFT and TBT targets: a decode
   step with a prefill chunk, goodput, the prefill-to-decode ratio
 * :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,
