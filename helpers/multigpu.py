@@ -141,7 +141,7 @@ def tp_decode(
     dtype: str = "bf16",
     algorithm: str = "ring",
 ) -> CommCost:
-    """One decode step of ``batch`` sequences under TP-``n``: its bound and its ``2 L`` all-reduces of ``batch`` tokens."""
+    """One decode step of ``batch`` sequences under TP-``n``: its bound and its ``2 L`` all-reduces."""
     compute = inference.decode_step_time(
         model, context, acc, batch=batch, dtype=dtype, n_gpus=n
     )
