@@ -28,7 +28,9 @@ overlap can do. Units: bytes, seconds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from . import _validate, inference, parallel
 from .hardware import Accelerator, Link, dtype_bytes
@@ -36,7 +38,8 @@ from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
 __all__ = [
     "CommCost",
-    "tp_allreduce_bytes",
+    "DEEPEP_LOW_LATENCY_S",
+    "activation_bytes",
     "tp_comm_time",
     "tp_prefill",
     "tp_decode",
@@ -45,6 +48,25 @@ __all__ = [
     "cp_prefill",
     "pp_bubble_fraction",
 ]
+
+
+DEEPEP_LOW_LATENCY_S: Mapping[int, tuple[float, float]] = MappingProxyType(
+    {
+        8: (77e-6, 114e-6),
+        16: (118e-6, 195e-6),
+        32: (155e-6, 273e-6),
+        64: (173e-6, 314e-6),
+        128: (192e-6, 369e-6),
+        256: (194e-6, 360e-6),
+    }
+)
+"""DeepEP's low-latency kernels, measured: EP size -> (dispatch, combine) seconds.
+
+DeepEP README ("Low-latency kernels with pure RDMA", deepseek-ai/DeepEP):
+H800 GPUs, each with a ConnectX-7 400 Gb/s InfiniBand NIC (about 50 GB/s),
+128 tokens per batch, hidden 7,168, top-8 experts, fp8 dispatch and bf16
+combine (DeepSeek-V3's decode setting).
+"""
 
 
 @dataclass(frozen=True)
@@ -78,10 +100,13 @@ class CommCost:
         return max(self.compute_s, self.comm_s)
 
 
-def tp_allreduce_bytes(
+def activation_bytes(
     model: str | ModelConfig, tokens: int, *, dtype: str = "bf16"
 ) -> float:
-    """Bytes of one tensor-parallel all-reduce: the activations of ``tokens`` tokens, ``tokens * d_model * b``.
+    """Bytes of the activations of ``tokens`` tokens, ``tokens * d_model * b``.
+
+    What one tensor-parallel all-reduce sums, and what a pipeline stage
+    passes to the next.
 
     Llama-3-70B (``d_model = 8192``) in bf16: 16,384 bytes per token, so a
     decode batch of 355 sequences all-reduces ``355 * 16384 = 5.8`` MB.
@@ -104,12 +129,12 @@ def tp_comm_time(
 
     Megatron-LM's split (Shoeybi et al. 2019, §3) needs one all-reduce after
     attention and one after the MLP: ``2 * n_layers`` all-reduces of
-    :func:`tp_allreduce_bytes`, each :func:`helpers.parallel.allreduce_time`.
+    :func:`activation_bytes`, each :func:`helpers.parallel.allreduce_time`.
     Llama-3-70B, 4,096 tokens, TP-8 over NVLink 4 (450 GB/s, 1 us per step),
     ring: ``160 * (14 * 1e-6 + 1.75 * 4096 * 16384 / 450e9) = 44.0`` ms.
     """
     m = get_model(model)
-    size = tp_allreduce_bytes(m, tokens, dtype=dtype)
+    size = activation_bytes(m, tokens, dtype=dtype)
     return 2 * m.n_layers * parallel.allreduce_time(size, n, link, algorithm=algorithm)
 
 

@@ -13,10 +13,10 @@ from numpy.testing import assert_allclose
 from helpers import inference, multigpu
 
 
-def test_tp_allreduce_bytes_by_hand():
+def test_activation_bytes_by_hand():
     """8192 * 2 = 16,384 bytes per token in bf16; 355 tokens: 5,816,320 bytes."""
-    assert multigpu.tp_allreduce_bytes("llama-3-70b", 1) == 16_384
-    assert multigpu.tp_allreduce_bytes("llama-3-70b", 355) == 5_816_320
+    assert multigpu.activation_bytes("llama-3-70b", 1) == 16_384
+    assert multigpu.activation_bytes("llama-3-70b", 355) == 5_816_320
 
 
 def test_tp_prefill_by_hand():
@@ -85,7 +85,7 @@ def test_pp_bubble_by_hand():
 def test_bad_input_named():
     """Bad sizes, counts, links and a dense model under EP name what is wrong."""
     with pytest.raises(ValueError, match="tokens"):
-        multigpu.tp_allreduce_bytes("llama-3-70b", 0)
+        multigpu.activation_bytes("llama-3-70b", 0)
     with pytest.raises(ValueError, match="n"):
         multigpu.tp_comm_time("llama-3-70b", 16, 0, "nvlink4")
     with pytest.raises(KeyError, match="link"):
@@ -100,3 +100,16 @@ def test_bad_input_named():
         multigpu.pp_bubble_fraction(0, 4)
     with pytest.raises(ValueError, match="micro_batches"):
         multigpu.pp_bubble_fraction(4, 0)
+
+
+def test_deepep_measurements_sit_above_the_bound_beyond_one_node():
+    """DeepEP README (H800 + CX7): from EP 16 on, every measured dispatch and combine is slower than the
+    bandwidth bound (which only grows, by (n-1)/n); at EP 8 the dispatch (77 us) beats the bound
+    7/8 * 7,340,032 / 50e9 = 128 us, so fewer bytes than one copy per expert crossed the NIC."""
+    for ep, (dispatch, combine) in multigpu.DEEPEP_LOW_LATENCY_S.items():
+        bound_d, bound_c = multigpu.ep_alltoall_times(
+            "deepseek-v3", 128, ep, "cx7", latency=0
+        )
+        if ep >= 16:
+            assert dispatch > bound_d and combine > bound_c
+    assert multigpu.DEEPEP_LOW_LATENCY_S[8][0] < 7 / 8 * 7_340_032 / 50e9
