@@ -26,7 +26,8 @@ Modules, one concept each:
 * :mod:`helpers.profiling` -- sorting a profiler's kernels into matrix and
   elementwise work
 * :mod:`helpers.published`, :mod:`helpers.validation` -- GPU measurements
-  others published, each cited, and both time models checked against them
+  others published, each cited, and the time models checked against them
+* :mod:`helpers.reports` -- Markdown tables of those measurements and errors
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the

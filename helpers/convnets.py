@@ -289,16 +289,19 @@ def resnet50_stream_time(
     fused: bool = True,
     dispatch_s: float = 5e-6,
     image_size: int = 224,
+    kernel_floor_s: float = 0.0,
 ) -> float:
     """Second-order seconds of one ResNet-50 step: its kernels as one asynchronous stream.
 
     :func:`helpers.dispatch.stream_time` of :func:`resnet50_kernel_seconds`
     with ``dispatch_s`` of CPU time per kernel: 174 kernels unfused (eager),
-    56 fused. Compare :func:`resnet50_step_time`, the first-order sum of
-    the 54 GEMM layers' roofline times plus an overhead per layer.
+    56 fused, and ``kernel_floor_s`` of GPU-side time per kernel
+    (:func:`helpers.dispatch.kernel_floor`; 0 leaves it out). Compare
+    :func:`resnet50_step_time`, the first-order sum of the 54 GEMM layers'
+    roofline times plus an overhead per layer.
     """
     dispatch_s = _validate.non_negative("dispatch_s", dispatch_s)
     gpu = resnet50_kernel_seconds(
         batch, acc, dtype=dtype, fused=fused, image_size=image_size
     )
-    return dispatch.stream_time(gpu, dispatch_s)
+    return dispatch.stream_time(gpu, dispatch_s, kernel_floor_s=kernel_floor_s)

@@ -13,16 +13,77 @@ When ``sum d > sum g`` the sequence is *overhead-bound*: a larger batch
 section "Overhead"). CUDA graphs and ``torch.compile(mode="reduce-overhead")``
 shrink ``d``; fusion shrinks both ``g`` and the number of kernels.
 
+No CPU-side trick removes the GPU's own fixed time per kernel: the front end
+fetching the launch, the grid's first blocks filling the SMs, the last wave's
+tail and the memory flush before the next kernel may start
+(:func:`kernel_floor`). :func:`stream_time` adds it to every kernel's
+``g_i`` when given ``kernel_floor_s``, so even a CUDA graph (``d = 0``) of
+``n`` kernels takes at least ``n`` floors.
+
 Units: seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
 from . import _validate
+from .hardware import Accelerator, get_accelerator
+
+KERNEL_FLOOR_S: Mapping[str, float] = MappingProxyType(
+    {
+        "Volta": 1.84e-6,
+        "Turing": 1.84e-6,
+        "Ampere": 1.84e-6,
+        "Ada": 1.84e-6,
+        "Hopper": 1.84e-6,
+    }
+)
+"""GPU-side time of a kernel that does (almost) nothing, per GPU generation (s).
+
+Source: an NVBench "batch" measurement, which launches the same kernel back
+to back behind a blocking kernel so that neither CPU dispatch nor
+synchronisation is timed, only the GPU's time per kernel: a 4-element
+histogram kernel on an RTX 3060 Laptop GPU (Ampere GA106) takes
+0.001844 ms per launch (github.com/R100001/Programming-Massively-Parallel-Processors,
+``Performance-Tests-NvBench/histogram/BenchResults.md``, run 1 of 350,
+"Batch: 0.001844ms GPU"). No comparable published measurement was found for
+the other generations, so the Ampere figure stands in for them; a measured
+one replaces its entry here. It is a floor: cuBLAS GEMMs and cuDNN
+convolutions add their own prologue, epilogue and tail on top.
+"""
+
+_GENERATION = (
+    ("V100", "Volta"),
+    ("T4", "Turing"),
+    ("A100", "Ampere"),
+    ("A800", "Ampere"),
+    ("A10", "Ampere"),
+    ("L4", "Ada"),
+    ("RTX 4090", "Ada"),
+    ("H", "Hopper"),
+)
+
+
+def generation(acc: str | Accelerator) -> str:
+    """The GPU generation (architecture) of a catalog accelerator: Volta, Turing, Ampere, Ada or Hopper."""
+    name = get_accelerator(acc).name
+    for prefix, gen in _GENERATION:
+        if name.startswith(prefix):
+            return gen
+    raise KeyError(f"acc: no GPU generation known for {name!r}")
+
+
+def kernel_floor(acc: str | Accelerator) -> float:
+    """GPU-side fixed time per kernel (s) on ``acc``: :data:`KERNEL_FLOOR_S` of its :func:`generation`.
+
+    >>> round(kernel_floor("H100") * 1e6, 2)
+    1.84
+    """
+    return KERNEL_FLOOR_S[generation(acc)]
 
 
 def _pair(
@@ -66,22 +127,31 @@ def sequence_bounds(
 
 
 def stream_time(
-    gpu_seconds: float | Sequence[float], dispatch_seconds: float | Sequence[float]
+    gpu_seconds: float | Sequence[float],
+    dispatch_seconds: float | Sequence[float],
+    *,
+    kernel_floor_s: float = 0.0,
 ) -> float:
     """Time of one in-order stream whose CPU dispatches kernel ``i`` while the GPU runs earlier ones.
 
     Kernel ``i`` is issued when the CPU has spent ``d_1 + ... + d_i`` and
     starts when both it is issued and kernel ``i - 1`` has finished:
-    ``f_i = max(d_1 + ... + d_i, f_{i-1}) + g_i``. The result ``f_n`` lies in
-    :func:`sequence_bounds`; a single kernel costs ``d + g``, as the
-    book's first-order model ``roofline + overhead`` says.
+    ``f_i = max(d_1 + ... + d_i, f_{i-1}) + g_i + t_k``, with ``t_k`` the
+    GPU-side fixed time per kernel ``kernel_floor_s`` (:func:`kernel_floor`;
+    0 leaves it out). The result ``f_n`` lies in :func:`sequence_bounds` of
+    ``g_i + t_k``; a single kernel costs ``d + g + t_k``, the book's
+    first-order model ``roofline + overhead``. With ``d = 0`` (a CUDA graph)
+    ``n`` kernels still take ``sum g + n t_k``.
 
     Examples
     --------
     >>> round(stream_time([10e-6, 2e-6, 2e-6], 5e-6) * 1e6, 6)
     19.0
+    >>> round(stream_time([1e-6] * 40, 0.0, kernel_floor_s=2e-6) * 1e6, 6)
+    120.0
     """
     gpu, cpu = _pair(gpu_seconds, dispatch_seconds)
+    gpu = gpu + _validate.non_negative("kernel_floor_s", kernel_floor_s)
     issued = np.cumsum(cpu)
     finish = 0.0
     for g, ready in zip(gpu.tolist(), issued.tolist()):

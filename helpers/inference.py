@@ -5,8 +5,11 @@ roofline model (:func:`helpers.roofline.breakdown`) applied to the FLOP and
 bytes that :mod:`helpers.llm` counts; no new cost formula is introduced. Two
 assumptions are added, both stated where used:
 
-* on ``n_gpus`` devices the work and the bytes split evenly (ideal tensor
-  parallelism, communication ignored);
+* on ``n_gpus`` devices the work and the bytes split evenly, and the devices
+  form one Megatron-style tensor-parallel group that pays two all-reduces of
+  the activations per layer (:func:`tp_allreduce_time`) over the GPUs' link
+  (:func:`helpers.parallel.tp_link`), not overlapped with compute; pass
+  ``link=None`` for the ideal split without communication;
 * a decode batch fits when the weights plus every sequence's KV cache fit in
   the devices' memory less a ``reserve`` fraction (activations, allocator
   slack, the CUDA context). The default, :data:`RESERVE` = 0.1, matches
@@ -27,12 +30,13 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
 
-from . import _validate
-from .hardware import Accelerator, get_accelerator
+from . import _validate, parallel
+from .hardware import Accelerator, Link, dtype_bytes, get_accelerator
 from .llm import (
     ModelConfig,
     decode_cost,
@@ -47,6 +51,137 @@ from .roofline import TimeBreakdown, breakdown, crossing_batch, ridge_point
 RESERVE = 0.1
 """Share of device memory kept free in every capacity computation (vLLM's default)."""
 
+AUTO = "auto"
+"""``link=AUTO``: the tensor-parallel group talks over :func:`helpers.parallel.tp_link` of the GPU."""
+
+
+def tp_allreduce_time(
+    model: str | ModelConfig,
+    tokens: int,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int,
+    dtype: str = "bf16",
+    link: str | Link | None = AUTO,
+    algorithm: str = "ring",
+) -> float:
+    """Seconds of the tensor-parallel all-reduces of one forward pass over ``tokens`` tokens on ``n_gpus`` GPUs.
+
+    Megatron-LM tensor parallelism (Shoeybi et al. 2019, "Megatron-LM", section 3)
+    splits each attention block by heads and each MLP by its hidden columns,
+    so each of the two blocks of every layer ends with one all-reduce of its
+    output activations, ``tokens * d_model`` elements. The forward pass
+    therefore costs ``2 * n_layers`` all-reduces of ``tokens * d_model * w``
+    bytes (``w``: the activation width, 2 bytes for 16-bit and for 8-bit or
+    4-bit weights, whose activations are 16-bit), each
+    :func:`helpers.parallel.allreduce_time` over ``link`` (``AUTO``: the
+    GPU's :func:`helpers.parallel.tp_link`; ``None``: no communication).
+    The all-reduces are taken as not overlapped with compute, as in Megatron's
+    and vLLM's tensor-parallel layers, where the next matmul needs the sum.
+    Expert, pipeline, sequence and context parallelism are not modelled.
+    1 GPU costs 0.
+
+    Examples
+    --------
+    Llama-3-70B, 8 x H100, a decode step of 355 sequences: 160 ring
+    all-reduces of 355 * 8192 * 2 = 5.8 MB each, 5.9 ms in all:
+
+    >>> round(tp_allreduce_time("llama-3-70b", 355, "H100", n_gpus=8) * 1e3, 1)
+    5.9
+    """
+    m = get_model(model)
+    tokens = _validate.positive_int("tokens", tokens)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    if n_gpus == 1 or link is None:
+        return 0.0
+    spec = parallel.tp_link(acc) if link == AUTO else link
+    width = max(dtype_bytes(dtype), 2)
+    nbytes = tokens * m.d_model * width
+    return (
+        2
+        * m.n_layers
+        * parallel.allreduce_time(nbytes, n_gpus, spec, algorithm=algorithm)
+    )
+
+
+KERNELS_PER_LAYER = 9
+"""Kernels one decoder layer launches in a decode or prefill step, as vLLM's Llama layer runs them.
+
+``vllm/model_executor/models/llama.py``, ``LlamaDecoderLayer.forward``: the
+input RMSNorm (fused with the residual add), the QKV projection, rotary
+embedding, attention, the output projection, the post-attention RMSNorm
+(fused add), the gate-up projection, SiluAndMul and the down projection: 9.
+The tensor-parallel all-reduces are costed separately (:func:`tp_allreduce_time`).
+"""
+
+
+def kernels_per_step(model: str | ModelConfig) -> int:
+    """Kernels of one forward pass: :data:`KERNELS_PER_LAYER` per layer, plus the embedding, final norm and lm_head (3).
+
+    Each pays the GPU-side floor of :func:`helpers.dispatch.kernel_floor`.
+
+    >>> kernels_per_step("llama-3-70b")
+    723
+    """
+    return KERNELS_PER_LAYER * get_model(model).n_layers + 3
+
+
+def _with_comm(parts: TimeBreakdown, comm_s: float) -> TimeBreakdown:
+    if comm_s == 0:
+        return parts
+    return dataclasses.replace(parts, comm_s=comm_s, seconds=parts.seconds + comm_s)
+
+
+def mean_decode_context(prompt_tokens: int, generated_tokens: int) -> int:
+    """Mean cached tokens per decode step of a request: ``prompt + generated // 2``.
+
+    The prefill emits the first token; the step that emits token ``k + 1``
+    (``k = 1 .. g - 1``) runs with ``prompt + k`` tokens cached. A decode
+    step's cost is linear in its context (:func:`helpers.llm.decode_cost`), so
+    the mean step is the step at the mean context, ``prompt + g / 2``; this
+    rounds ``g / 2`` down to whole tokens. The one home of this rule
+    (:mod:`helpers.serving`, :mod:`helpers.validation`).
+
+    >>> mean_decode_context(1000, 201)
+    1100
+    """
+    prompt = _validate.non_negative_int("prompt_tokens", prompt_tokens)
+    generated = _validate.non_negative_int("generated_tokens", generated_tokens)
+    return prompt + generated // 2
+
+
+def suffix_prefill_time(
+    model: str | ModelConfig,
+    start: int,
+    stop: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+    link: str | Link | None = AUTO,
+) -> float:
+    """Seconds to compute tokens ``start .. stop - 1`` of a prompt whose first ``start`` tokens are cached.
+
+    ``prefill_time(stop) - prefill_time(start)``: the FLOP of two
+    prefills differ by exactly the work of the span (its tokens' weight
+    matmuls and causal attention over ``stop (stop + 1) / 2 - start (start + 1) / 2``
+    query-key pairs), so while prefill is compute-bound, which it is for all
+    but the shortest prompts, the difference of the times is the span's time.
+    ``start = 0`` gives :func:`prefill_time`; ``start = stop`` gives 0.
+    """
+    m = get_model(model)
+    start = _validate.non_negative_int("start", start)
+    stop = _validate.non_negative_int("stop", stop)
+    if stop < start:
+        raise ValueError(f"stop ({stop}) must be >= start ({start})")
+    opts = dict(dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link)
+
+    def whole(tokens: int) -> float:
+        return prefill_time(m, tokens, acc, **opts) if tokens else 0.0  # type: ignore[arg-type]
+
+    return whole(stop) - whole(start)
+
 
 def prefill_step(
     model: str | ModelConfig,
@@ -57,6 +192,7 @@ def prefill_step(
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> TimeBreakdown:
     """Roofline bound of prefilling ``batch`` prompts of ``tokens`` tokens (:func:`helpers.llm.prefill_cost`).
 
@@ -74,12 +210,19 @@ def prefill_step(
     dtype : str
         Storage dtype of weights and KV cache, and which peak FLOP/s to use.
     n_gpus : int
-        Devices sharing the work evenly (communication ignored).
+        Devices sharing the work evenly, as one tensor-parallel group.
     mfu : float
         Fraction of the peak FLOP/s reached, in (0, 1]; 1 gives the datasheet bound.
+    link : str, Link or None
+        What the group's all-reduces cross (:func:`tp_allreduce_time`, in
+        ``comm_s``); ``None`` leaves communication out.
     """
     cost = prefill_cost(model, tokens, batch=batch, dtype=dtype)
-    return breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    comm = tp_allreduce_time(
+        model, batch * tokens, acc, n_gpus=n_gpus, dtype=dtype, link=link
+    )
+    return _with_comm(parts, comm)
 
 
 def prefill_time(
@@ -91,16 +234,17 @@ def prefill_time(
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> float:
     """Seconds (lower bound) to prefill ``batch`` prompts of ``tokens`` tokens; see :func:`prefill_step`.
 
     Examples
     --------
-    >>> round(prefill_time("llama-3-70b", 4096, "H100", n_gpus=8) * 1e3, 1)  # ms
+    >>> round(prefill_time("llama-3-70b", 4096, "H100", n_gpus=8, link=None) * 1e3, 1)  # ms
     73.6
     """
     return prefill_step(
-        model, tokens, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        model, tokens, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link
     ).seconds
 
 
@@ -113,16 +257,20 @@ def decode_step(
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> TimeBreakdown:
     """Roofline bound of one decode step: ``batch`` sequences with ``context`` cached tokens each emit one token.
 
     Costs from :func:`helpers.llm.decode_cost`: the weights are read once per
     step whatever the batch, each sequence's KV cache once per step.
     Parameters as in :func:`prefill_step`, with ``context`` (tokens already
-    cached per sequence, >= 0) in place of ``tokens``.
+    cached per sequence, >= 0) in place of ``tokens``; the all-reduces carry
+    ``batch`` tokens.
     """
     cost = decode_cost(model, context, batch=batch, dtype=dtype)
-    return breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    comm = tp_allreduce_time(model, batch, acc, n_gpus=n_gpus, dtype=dtype, link=link)
+    return _with_comm(parts, comm)
 
 
 def decode_step_time(
@@ -134,10 +282,11 @@ def decode_step_time(
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> float:
     """Seconds (lower bound) of one decode step; see :func:`decode_step`."""
     return decode_step(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link
     ).seconds
 
 
@@ -322,6 +471,7 @@ def max_batch_under_slo(
     overhead: float = 0.0,
     reserve: float = RESERVE,
     max_batch: int | None = None,
+    link: str | Link | None = AUTO,
 ) -> SloBatch:
     """Largest continuous batch whose decode step takes at most ``tbt_s`` seconds.
 
@@ -330,7 +480,8 @@ def max_batch_under_slo(
     bisection. With continuous batching the sequences of a batch have
     different lengths; ``context`` stands for their mean (the KV bytes read
     are linear in it). The batch is also capped by :func:`max_decode_batch`
-    (same ``reserve``) and by ``max_batch`` if given.
+    (same ``reserve``) and by ``max_batch`` if given. ``link`` as in
+    :func:`decode_step` (the tensor-parallel all-reduces grow with the batch).
     """
     tbt_s = _validate.positive("tbt_s", tbt_s)
     overhead = _validate.non_negative("overhead", overhead)
@@ -345,7 +496,14 @@ def max_batch_under_slo(
 
     def step(b: int) -> float:
         return overhead + decode_step_time(
-            model, context, acc, batch=b, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+            model,
+            context,
+            acc,
+            batch=b,
+            dtype=dtype,
+            n_gpus=n_gpus,
+            mfu=mfu,
+            link=link,
         )
 
     if cap == 0:
@@ -365,13 +523,19 @@ def max_batch_under_slo(
 
 
 __all__ = [
+    "AUTO",
+    "KERNELS_PER_LAYER",
     "RESERVE",
     "SloBatch",
     "critical_decode_batch",
     "decode_step",
     "decode_step_time",
     "free_kv_bytes",
+    "kernels_per_step",
     "max_batch_under_slo",
+    "mean_decode_context",
+    "suffix_prefill_time",
+    "tp_allreduce_time",
     "max_decode_batch",
     "prefill_step",
     "prefill_time",

@@ -54,9 +54,19 @@ from __future__ import annotations
 import math
 
 from . import _validate
-from .hardware import Link, get_link
+from .hardware import Accelerator, Link, get_accelerator, get_link
 
 ALGORITHMS = ("ring", "tree")
+_TP_LINKS = {"NVLink 4 (H100)": ("H100", "H200", "H20"), "NVLink 3 (A100)": ("A100",)}
+_EXPORT_NVLINK = Link(
+    "NVLink (A800/H800, 400 GB/s)",
+    200e9,
+    1e-6,
+    "https://www.nvidia.cn/data-center/a800/",
+    "The China-market A800 and H800 SXM: NVLink cut to 400 GB/s in total, 200 GB/s per "
+    "direction (the catalog's A800 and H800 notes; nvidia.cn/data-center/a800/ and /h800/). "
+    "Latency as the other NVLinks, an order of magnitude.",
+)
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 
 # nccl-tests' correction factors from algorithm bandwidth S/t to bus bandwidth
@@ -233,3 +243,22 @@ def bus_bandwidth(collective: str, nbytes: float, n: int, time_s: float) -> floa
     if n == 1:
         raise ValueError("n must be >= 2 for a bus bandwidth, got 1")
     return nbytes / time_s * _BUS_FACTOR[collective](n)
+
+
+def tp_link(acc: str | Accelerator) -> Link:
+    """The catalog link a tensor-parallel group of ``acc`` GPUs in one server talks over.
+
+    H100, H200 and H20 SXM boards: NVLink 4 through NVSwitch (450 GB/s per
+    direction per GPU, the H100 datasheet); A100 SXM: NVLink 3 (300 GB/s per
+    direction). Every other GPU in the catalog, PCIe 4.0 x16 (T4, L4, A10G and
+    RTX 4090 have no NVLink; the V100's NVLink 2 is not a catalog link, so
+    PCIe is a conservative stand-in for it). The A800 and H800, whose NVLink
+    is cut to 400 GB/s in total, get a link of 200 GB/s per direction.
+    """
+    name = get_accelerator(acc).name
+    if name.startswith(("A800", "H800")):
+        return _EXPORT_NVLINK
+    for link, prefixes in _TP_LINKS.items():
+        if name.startswith(prefixes):
+            return get_link(link)
+    return get_link("PCIe 4.0 x16")

@@ -27,7 +27,7 @@ from .batching import BatchSweep
 from .convnets import LayerRoofline, resnet50_roofline
 from .hardware import Accelerator, get_accelerator
 from .roofline import attainable_flops, ridge_point
-from .validation import Comparison
+from .validation import Prediction as Comparison
 
 PALETTE = (
     "#0072B2",  # blue
@@ -427,7 +427,7 @@ def draw_speed_ratios(
     ``comparisons`` maps a kind's label to its :func:`helpers.validation.compare`
     results. Left of each column the naive roofline (hollow squares), right the
     second-order model (filled circles); above 1 a model predicts faster than
-    measured (:meth:`helpers.validation.Comparison.speed_ratio`). The hatched
+    measured (:meth:`helpers.validation.Prediction.speed_ratio`). The hatched
     band is within a factor 1.4 either way.
     """
     if not comparisons:

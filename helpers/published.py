@@ -10,8 +10,8 @@ and the table or figure). The data live in ``helpers/data/published/``, one
 CSV per kind, copied from the sources as printed (never rounded or read off
 a plot); :func:`load` returns them in SI units.
 
-Units of :attr:`Measurement.value`: FLOP/s, bytes/s, images/s, tokens/s or
-seconds, as :attr:`Measurement.unit` says.
+Units of :attr:`PublishedPoint.value`: FLOP/s, bytes/s, images/s, tokens/s or
+seconds, as :attr:`PublishedPoint.unit` says.
 
 Examples
 --------
@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import csv
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,6 @@ from types import MappingProxyType
 from typing import Literal
 
 from . import _validate
-from .formatting import markdown_table
 from .hardware import get_accelerator
 
 Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
@@ -102,7 +102,7 @@ _COLUMNS: Mapping[Kind, tuple[str, ...]] = MappingProxyType(
 
 
 @dataclass(frozen=True)
-class Measurement:
+class PublishedPoint:
     """One published measurement.
 
     Attributes
@@ -187,7 +187,7 @@ class Measurement:
         return int(text)
 
 
-def _row(kind: Kind, row: Mapping[str, str], where: str) -> Measurement:
+def _row(kind: Kind, row: Mapping[str, str], where: str) -> PublishedPoint:
     missing = [c for c in (*_COMMON, *_COLUMNS[kind]) if c not in row]
     if missing:
         raise KeyError(f"{where}: missing columns {missing}")
@@ -203,7 +203,7 @@ def _row(kind: Kind, row: Mapping[str, str], where: str) -> Measurement:
         for c in _COLUMNS[kind]
         if c not in ("value", "unit", "quantity", "precision")
     }
-    return Measurement(
+    return PublishedPoint(
         kind=kind,
         gpu=gpu,
         precision=row.get("precision") or None,
@@ -220,7 +220,7 @@ def _row(kind: Kind, row: Mapping[str, str], where: str) -> Measurement:
 
 def load(
     kind: Kind | None = None, *, gpu: str | None = None
-) -> tuple[Measurement, ...]:
+) -> tuple[PublishedPoint, ...]:
     """The published measurements of ``kind`` (all kinds if ``None``), optionally on one ``gpu``.
 
     Raises ``ValueError`` for an unknown kind and ``KeyError`` for an unknown GPU.
@@ -239,36 +239,22 @@ def load(
     return tuple(out)
 
 
-def counts_markdown() -> str:
-    """A Markdown table of how many points each GPU (host memory as "host") has of each kind."""
-    points = load()
-    gpus = sorted({p.gpu or "host" for p in points})
-    rows = []
-    for gpu in gpus:
-        mine = [p.kind for p in points if (p.gpu or "host") == gpu]
-        rows.append([gpu, *(mine.count(k) or "" for k in KINDS), len(mine)])
-    totals = [sum(1 for p in points if p.kind == k) for k in KINDS]
-    rows.append(["all", *totals, len(points)])
-    return markdown_table(["GPU", *KINDS, "points"], rows)
+def __getattr__(name: str) -> object:
+    """Deprecation shim: ``Measurement`` is now :class:`PublishedPoint` (``bench.Measurement`` keeps the name)."""
+    if name == "Measurement":
+        warnings.warn(
+            "helpers.published.Measurement is now helpers.published.PublishedPoint",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return PublishedPoint
+    if name in ("counts_markdown", "sources_markdown"):
+        warnings.warn(
+            f"helpers.published.{name} is now helpers.reports.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from . import reports
 
-
-def sources_markdown() -> str:
-    """A Markdown table of every source file or page: a link, the kinds and GPUs it gives, and its points."""
-    by_source: dict[str, list[Measurement]] = {}
-    for p in load():
-        by_source.setdefault(p.source.split("#")[0], []).append(p)
-    rows = []
-    for url, points in sorted(by_source.items(), key=lambda item: -len(item[1])):
-        if url.startswith("https://github.com/"):
-            parts = url.split("/")
-            repo, path = (
-                "/".join(parts[3:5]),
-                "/".join(parts[7:]) or "/".join(parts[5:]),
-            )
-            name = f"{repo}: {path}"
-        else:
-            name = url.removeprefix("https://")
-        kinds = ", ".join(sorted({p.kind for p in points}))
-        gpus = ", ".join(sorted({p.gpu or "host" for p in points}))
-        rows.append([f"[{name}]({url})", kinds, gpus, len(points)])
-    return markdown_table(["source", "kind", "GPUs", "points"], rows, align="lllr")
+        return getattr(reports, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

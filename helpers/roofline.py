@@ -70,6 +70,10 @@ class TimeBreakdown:
     bound : {'compute', 'memory', 'overhead'}
         The term that sets ``seconds`` (``'overhead'`` when the overhead
         exceeds both other terms).
+    comm_s : float
+        Collective communication on the step's critical path (s), already in
+        ``seconds`` (tensor-parallel all-reduces, :func:`helpers.inference.tp_allreduce_time`);
+        0 for one device.
     """
 
     compute_s: float
@@ -77,6 +81,7 @@ class TimeBreakdown:
     overhead_s: float
     seconds: float
     bound: Bound
+    comm_s: float = 0.0
 
 
 def ridge_point(acc: str | Accelerator, *, dtype: str = "fp16") -> float:

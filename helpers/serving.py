@@ -26,9 +26,23 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate
-from .hardware import Accelerator
-from .inference import decode_step_time, prefill_time
-from .llm import ModelConfig, decode_cost, prefill_cost, weights_read_bytes
+from .hardware import Accelerator, Link
+from .inference import (
+    AUTO,
+    _with_comm,
+    decode_step_time,
+    mean_decode_context,
+    suffix_prefill_time,
+    tp_allreduce_time,
+)
+from .llm import (
+    ModelConfig,
+    attention_flops,
+    decode_cost,
+    kv_cache_bytes_per_token,
+    prefill_cost,
+    weights_read_bytes,
+)
 from .roofline import TimeBreakdown, breakdown
 
 MOONCAKE_TTFT_SLO_S = 30.0
@@ -62,9 +76,11 @@ def colocated_step(
     *,
     batch: int,
     chunk: int,
+    prefix: int = 0,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> TimeBreakdown:
     """Roofline bound of one step of a co-located server: a decode batch plus a chunk of a prompt.
 
@@ -74,9 +90,17 @@ def colocated_step(
     The step's FLOP are the sum of :func:`helpers.llm.decode_cost` (``batch``
     sequences at ``context`` tokens) and :func:`helpers.llm.prefill_cost`
     (``chunk`` tokens); its bytes are their sum less one read of the weights,
-    which the two share (:func:`helpers.llm.weights_read_bytes`). The chunk is
-    costed as the start of a prompt (its attention over earlier chunks is
-    left out), so this is a lower bound on the step.
+    which the two share (:func:`helpers.llm.weights_read_bytes`).
+
+    A chunk that is not the prompt's first attends to the ``prefix`` tokens
+    of its prompt that earlier chunks prefilled: ``chunk * prefix`` more
+    query-key pairs (:func:`helpers.llm.attention_flops`), and those tokens'
+    KV cache read once (``prefix *``
+    :func:`helpers.llm.kv_cache_bytes_per_token`). The ``k``-th chunk
+    (from 0) of size ``c`` has ``prefix = k c``. ``prefix = 0`` costs the chunk
+    as the start of a prompt. On ``n_gpus > 1`` the step pays the
+    tensor-parallel all-reduces of its ``batch + chunk`` tokens
+    (:func:`helpers.inference.tp_allreduce_time`).
 
     Parameters
     ----------
@@ -88,27 +112,41 @@ def colocated_step(
         Decoding sequences in the step (>= 1).
     chunk : int
         Prompt tokens prefilled in the same step (>= 0; 0 is a plain decode step).
-    dtype, n_gpus, mfu
+    prefix : int
+        Tokens of the chunk's prompt already prefilled by earlier chunks (>= 0).
+    dtype, n_gpus, mfu, link
         As in :func:`helpers.inference.decode_step`.
     """
     chunk = _validate.non_negative_int("chunk", chunk)
+    prefix = _validate.non_negative_int("prefix", prefix)
+    if prefix and not chunk:
+        raise ValueError("prefix must be 0 when chunk is 0")
     dec = decode_cost(model, context, batch=batch, dtype=dtype)
+    comm = tp_allreduce_time(
+        model, batch + chunk, acc, n_gpus=n_gpus, dtype=dtype, link=link
+    )
     if chunk == 0:
-        return breakdown(dec.flops, dec.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+        parts = breakdown(
+            dec.flops, dec.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        )
+        return _with_comm(parts, comm)
     pre = prefill_cost(model, chunk, dtype=dtype)
     shared = (
         weights_read_bytes(model, batch, dtype=dtype)
         + weights_read_bytes(model, chunk, dtype=dtype)
         - weights_read_bytes(model, batch + chunk, dtype=dtype)
     )
-    return breakdown(
-        dec.flops + pre.flops,
-        dec.bytes + pre.bytes - shared,
+    earlier_flops = float(attention_flops(model, chunk * prefix))
+    earlier_bytes = prefix * kv_cache_bytes_per_token(model, dtype=dtype)
+    parts = breakdown(
+        dec.flops + pre.flops + earlier_flops,
+        dec.bytes + pre.bytes - shared + earlier_bytes,
         acc,
         dtype=dtype,
         n_gpus=n_gpus,
         mfu=mfu,
     )
+    return _with_comm(parts, comm)
 
 
 def colocated_step_time(
@@ -118,9 +156,11 @@ def colocated_step_time(
     *,
     batch: int,
     chunk: int,
+    prefix: int = 0,
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> float:
     """Seconds (lower bound) of one co-located step; see :func:`colocated_step`.
 
@@ -130,8 +170,8 @@ def colocated_step_time(
     8 x H100 four times longer (a chunk of 0 tokens is a plain decode step):
 
     >>> from helpers import serving
-    >>> alone = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=0, n_gpus=8)
-    >>> mixed = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=2048, n_gpus=8)
+    >>> alone = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=0, n_gpus=8, link=None)
+    >>> mixed = serving.colocated_step_time("llama-3-70b", 4096, "H100", batch=64, chunk=2048, n_gpus=8, link=None)
     >>> round(mixed / alone, 1)
     4.4
     """
@@ -141,9 +181,11 @@ def colocated_step_time(
         acc,
         batch=batch,
         chunk=chunk,
+        prefix=prefix,
         dtype=dtype,
         n_gpus=n_gpus,
         mfu=mfu,
+        link=link,
     ).seconds
 
 
@@ -270,12 +312,13 @@ def pd_ratio(
             f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
         )
     batch = _validate.positive_int("batch", batch)
-    opts = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu}
-    prefill_s = prefill_time(model, input_tokens, acc, **opts)
-    if hit_tokens:
-        prefill_s -= prefill_time(model, hit_tokens, acc, **opts)
-    context = input_tokens + output_tokens // 2
-    step = decode_step_time(model, context, acc, batch=batch, **opts)
+    prefill_s = suffix_prefill_time(
+        model, hit_tokens, input_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    )
+    context = mean_decode_context(input_tokens, output_tokens)
+    step = decode_step_time(
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+    )
     decode_s = output_tokens * step / batch
     return PdRatio(prefill_s=prefill_s, decode_s=decode_s, ratio=prefill_s / decode_s)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _validate, cachesim
 from .hardware import Accelerator, Link, get_accelerator, get_link
-from .inference import prefill_time
+from .inference import prefill_time, suffix_prefill_time
 from .kvcache import Verdict, pipelined_time, transfer_time
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
@@ -216,13 +216,8 @@ def span_compute_time(
     but the shortest prompts, the difference of the times is the span's time.
     ``start = 0`` gives :func:`helpers.inference.prefill_time`.
     """
-    m = get_model(model)
-    start = _validate.non_negative_int("start", start)
-    stop = _validate.non_negative_int("stop", stop)
-    if stop < start:
-        raise ValueError(f"stop ({stop}) must be >= start ({start})")
-    return _prefill(m, stop, acc, dtype, n_gpus, mfu) - _prefill(
-        m, start, acc, dtype, n_gpus, mfu
+    return suffix_prefill_time(
+        model, start, stop, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
     )
 
 

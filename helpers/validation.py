@@ -1,35 +1,37 @@
 """The book's time model against published GPU measurements (:mod:`helpers.published`).
 
-Two models predict every published number, each built only from the
+Three predictions for every published number, each built only from the
 helpers the chapters teach:
 
 * **naive**: the first-order roofline at the datasheet's peaks, no overhead
   (:func:`helpers.roofline.breakdown`, :func:`helpers.convnets.resnet50_step_time`,
-  :func:`helpers.inference.decode_step`, a link at its line rate);
-* **second-order**: what real hardware adds. Achievable peaks
-  (:func:`helpers.roofline.achievable`), tile and wave quantization with
-  split-K (:func:`helpers.ops.gemm_time`), the vector roof and fusion of
-  ResNet-50's kernels in one asynchronous stream
-  (:func:`helpers.convnets.resnet50_stream_time`), a fixed cost per call,
-  and a link's achieved share of its line rate (:func:`helpers.kvcache.link_time`).
+  :func:`helpers.inference.decode_step` without communication, a link at its line rate);
+* **constant-free**: what real hardware adds, every term derived and sourced,
+  nothing fitted to these data. Achievable peaks (:func:`helpers.roofline.achievable`,
+  from the *peak* kind), tile and wave quantization with split-K
+  (:func:`helpers.ops.gemm_time`), the GPU-side floor of every kernel
+  (:func:`helpers.dispatch.kernel_floor`), the vector roof and fusion of
+  ResNet-50's kernels in one stream (:func:`helpers.convnets.resnet50_stream_time`),
+  tensor-parallel all-reduces for decode and prefill on several GPUs
+  (:func:`helpers.inference.tp_allreduce_time`), a link's achieved share of
+  its line rate and its catalog latency (:func:`helpers.kvcache.link_time`);
+* **calibrated**: the constant-free model plus **one** constant per GPU and
+  kind, a fixed time added where the constant-free model has its floor: per
+  GEMM launch (``gemm``), per kernel of CPU dispatch (``resnet50``), per
+  decode step (``decode``), per message (``kv_transfer``). It is fitted on one
+  point per GPU and kind, chosen by a rule fixed before any error was
+  computed: the GPU's smallest GEMM, its batch-1 (smallest-batch) ResNet-50
+  point, its smallest decode batch on the fewest GPUs, its smallest message.
+  Everything else validates, for both models. The *peak* kind has no
+  constant: it is predicted leave-one-architecture-out (a GPU's achievable
+  fraction is the median of the fractions of GPUs of other architectures).
 
-Where each parameter comes from, by a rule fixed before any error was
-computed (the appendix page prints which points calibrate and which
-validate):
-
-* **achievable fractions** of a GPU's matmul peak and memory bandwidth: the
-  best published *peak* measurement of that GPU (:func:`fractions`);
-  GPUs with none take the median fraction of the GPUs that have one;
-* **tile shapes**: NVIDIA's 128 x 128, 128 x 64 and 64 x 64
-  (:data:`helpers.ops.GEMM_TILES`); the SM counts are the whitepapers';
-* **one calibration point per series** (a GPU with one software stack, or
-  one link set-up) fixes its one free parameter, the fixed cost: the
-  series' smallest GEMM (``gemm``), its batch-1 point (``resnet50``), its
-  smallest batch (``decode``), its smallest message (``kv_transfer``).
-  Everything else in the series validates.
-* The *peak* kind itself is predicted leave-one-architecture-out: a GPU's
-  achievable fraction is taken to be the median of the fractions of GPUs of
-  other architectures (an H100 is predicted from neither the H200 nor the H800).
+Per-operation achievable fractions: GEMMs and convolutions (as implicit
+GEMMs) take the GPU's best published GEMM-library share of peak in their
+precision class (:func:`fractions`); attention and every other memory-bound
+kernel the best published bandwidth share. No separate published convolution
+or attention peak is in the dataset, so those two borrow the GEMM and the
+bandwidth share; the appendix page says where that shows.
 
 Errors are relative, ``(predicted - published) / published``, in the
 published quantity (FLOP/s, bytes/s, images/s, tokens/s or seconds).
@@ -40,20 +42,21 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Literal
 
 import numpy as np
 
 from . import convnets, dispatch, inference, kvcache, ops, roofline
-from .formatting import format_si, markdown_table
-from .hardware import Accelerator, Link, get_accelerator
-from .published import KINDS, Kind, Measurement, load
+from .hardware import Accelerator, Link, get_accelerator, get_link
+from .published import KINDS, Kind, PublishedPoint, load
 
 Role = Literal["calibration", "validation", "excluded"]
+Model = Literal["naive", "second_order", "constant_free"]
 
 LINK_EFFICIENCY = 0.87
 """Share of the line rate a bulk RDMA transfer reaches: Mooncake FAST'25, Fig. 12,
@@ -63,22 +66,27 @@ point is not in the dataset scored here)."""
 UNSTATED_PRECISION = "fp16"
 """Precision assumed where a source states none (the 16-bit default of the frameworks)."""
 
+RDMA_LATENCY_S = get_link("cx7").latency
+"""The constant-free model's latency per message: the catalog's RDMA order of magnitude (2 us)."""
+
 
 @dataclass(frozen=True)
-class Comparison:
-    """One published point and what both models predict for it.
+class Prediction:
+    """One published point and what the three models predict for it.
 
-    ``naive`` and ``second_order`` are in the point's unit; ``role`` says
-    whether the point calibrated its series, validates the model, or was
-    left out (``reason`` says why, or names the calibrated parameter).
+    ``naive``, ``constant_free`` and ``second_order`` (the calibrated model)
+    are in the point's unit; ``role`` says whether the point calibrated its
+    GPU's constant, validates the models, or was left out (``reason`` says
+    why, or gives the calibrated constant).
     """
 
-    point: Measurement
+    point: PublishedPoint
     naive: float
     second_order: float
     role: Role
     series: str
     reason: str = ""
+    constant_free: float = math.nan
 
     @property
     def naive_error(self) -> float:
@@ -87,18 +95,48 @@ class Comparison:
 
     @property
     def second_order_error(self) -> float:
-        """Relative error of the second-order model."""
+        """Relative error of the calibrated second-order model."""
         return self.second_order / self.point.value - 1
 
-    def speed_ratio(self, model: Literal["naive", "second_order"]) -> float:
+    @property
+    def constant_free_error(self) -> float:
+        """Relative error of the constant-free second-order model."""
+        return self.constant_free / self.point.value - 1
+
+    def speed_ratio(self, model: Model) -> float:
         """Predicted speed over published speed: above 1 the model predicts faster than measured.
 
         For a rate (FLOP/s, images/s ...) it is predicted / published; for a
         time it is published / predicted.
         """
-        predicted = self.naive if model == "naive" else self.second_order
+        predicted = {
+            "naive": self.naive,
+            "second_order": self.second_order,
+            "constant_free": self.constant_free,
+        }[model]
         ratio = predicted / self.point.value
         return 1 / ratio if self.point.unit == "s" else ratio
+
+
+def __getattr__(name: str) -> object:
+    """Deprecation shims: ``Comparison`` is :class:`Prediction`; the renderers are in :mod:`helpers.reports`."""
+    if name == "Comparison":
+        warnings.warn(
+            "helpers.validation.Comparison is now helpers.validation.Prediction",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Prediction
+    if name in _REPORTS:
+        warnings.warn(
+            f"helpers.validation.{name} is now helpers.reports.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from . import reports
+
+        return getattr(reports, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- achievable fractions, from the "peak" kind --------------------------------
@@ -106,9 +144,21 @@ class Comparison:
 _GEMM_LIBRARY = re.compile(r"torch|mamf|cublas", re.IGNORECASE)
 
 
-def _peak_fraction(p: Measurement) -> float | None:
+def _gpu(p: PublishedPoint) -> str:
+    if p.gpu is None:
+        raise ValueError("this kind needs a GPU")
+    return p.gpu
+
+
+def _prec(p: PublishedPoint) -> str:
+    if p.precision is None:
+        raise ValueError("this kind needs a precision")
+    return p.precision
+
+
+def _peak_fraction(p: PublishedPoint) -> float | None:
     """Measured / datasheet for a peak point the model can use, else ``None``."""
-    acc = get_accelerator(p.gpu)
+    acc = get_accelerator(_gpu(p))
     if p.quantity == "memory_bandwidth":
         return p.value / acc.memory_bandwidth
     benchmark = p.setting["benchmark"]
@@ -118,7 +168,7 @@ def _peak_fraction(p: Measurement) -> float | None:
         and "microkernel" not in benchmark
     ):
         if p.precision in acc.peak_flops:
-            return p.value / acc.flops(p.precision)
+            return p.value / acc.flops(_prec(p))
     return None
 
 
@@ -137,7 +187,7 @@ def _fraction_table() -> dict[tuple[str, str, str], float]:
     for p in load("peak"):
         f = _peak_fraction(p)
         if f is not None:
-            key = (p.gpu, p.quantity, _class(p.precision or ""))
+            key = (_gpu(p), p.quantity, _class(p.precision or ""))
             best[key] = max(best.get(key, 0.0), f)
     return best
 
@@ -213,17 +263,30 @@ def achievable_device(gpu: str | Accelerator, dtype: str = "bf16") -> Accelerato
     return roofline.achievable(gpu, compute_fraction=c, memory_fraction=m)
 
 
-# --- helpers shared by the kinds ----------------------------------------------
+# --- the fitted constant ----------------------------------------------------------
 
 
-def _solve_overhead(
-    time_of: Callable[[float], float], measured_s: float, *, hi: float = 1.0
+def _solve_constant(
+    time_of: Callable[[float], float], measured_s: float, *, hi: float
 ) -> float:
-    """Largest overhead ``o >= 0`` with ``time_of(o) <= measured_s`` (bisection; 0 if none)."""
+    """Largest constant ``c >= 0`` with ``time_of(c) <= measured_s``; 0 if even ``c = 0`` is too slow.
+
+    Bisection on ``[0, hi]``, its bracket checked: ``time_of`` must grow with
+    ``c``; ``hi`` is doubled (up to 2**20 times) until ``time_of(hi) > measured_s``,
+    and a ``ValueError`` is raised if it never is.
+    """
     if time_of(0.0) >= measured_s:
         return 0.0
     lo = 0.0
-    for _ in range(50):
+    for _ in range(20):
+        if time_of(hi) > measured_s:
+            break
+        lo, hi = hi, 2 * hi
+    else:
+        raise ValueError(
+            f"no constant up to {hi:g} s reaches the measured {measured_s:g} s"
+        )
+    for _ in range(60):
         mid = (lo + hi) / 2
         if time_of(mid) > measured_s:
             hi = mid
@@ -232,93 +295,165 @@ def _solve_overhead(
     return lo
 
 
-def _int(p: Measurement, column: str) -> int:
-    return p.integer(column)
+@dataclass(frozen=True)
+class _Kind:
+    """How one kind is predicted: with ``constant`` (s) added where the model has its floor."""
+
+    series: Callable[[PublishedPoint], str]
+    excluded: Callable[[PublishedPoint], str]
+    calibration_key: Callable[[PublishedPoint], tuple | float]
+    naive: Callable[[PublishedPoint], float]
+    model: Callable[[PublishedPoint, float], float]
+    constant: str  # what the constant is, for the calibration table
+    same_run: Callable[[PublishedPoint, PublishedPoint], bool]
+    hi: float
+
+
+def _time(p: PublishedPoint, value: float) -> float:
+    """A predicted value as a time (which grows with the constant): itself, or one over a rate."""
+    return value if p.unit == "s" else 1 / value
+
+
+def _gpu_key(p: PublishedPoint) -> str:
+    return p.gpu or "host memory"
+
+
+def _safe(f: Callable[[], float]) -> float:
+    try:
+        return f()
+    except (KeyError, ValueError):
+        return math.nan
+
+
+def _calibration_time(spec: _Kind, p: PublishedPoint, constant: float) -> float:
+    return _time(p, spec.model(p, constant))
+
+
+def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
+    out = []
+    by_gpu: dict[str, list[PublishedPoint]] = defaultdict(list)
+    for p in points:
+        by_gpu[_gpu_key(p)].append(p)
+    for group in by_gpu.values():
+        usable = [p for p in group if not spec.excluded(p)]
+        calib = min(usable, key=spec.calibration_key) if usable else None
+        constant = 0.0
+        if calib is not None:
+            constant = _solve_constant(
+                partial(_calibration_time, spec, calib),
+                _time(calib, calib.value),
+                hi=spec.hi,
+            )
+        for p in group:
+            reason = spec.excluded(p)
+            if not reason and calib is not None and p is not calib:
+                if spec.same_run(p, calib):
+                    reason = "the same run as its GPU's calibration point"
+            naive = _safe(partial(spec.naive, p))
+            free = _safe(partial(spec.model, p, 0.0))
+            calibrated = _safe(partial(spec.model, p, constant))
+            if reason:
+                role: Role = "excluded"
+            elif p is calib:
+                role, reason = "calibration", f"{spec.constant} {_us(constant)}"
+            else:
+                role = "validation"
+            out.append(
+                Prediction(
+                    p,
+                    naive,
+                    calibrated,
+                    role,
+                    spec.series(p),
+                    reason,
+                    constant_free=free,
+                )
+            )
+    return out
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.2f} us"
 
 
 # --- GEMM -----------------------------------------------------------------------
 
 
-def _gemm_flops(p: Measurement) -> float:
-    return 2.0 * _int(p, "m") * _int(p, "n") * _int(p, "k") * _int(p, "batch")
+def _gemm_out(p: PublishedPoint) -> str | None:
+    return "bf16" if p.precision == "fp8" else None
 
 
-def _gemm_seconds(p: Measurement, acc: str | Accelerator, overhead: float) -> float:
-    out = "bf16" if p.precision == "fp8" else None
-    return ops.gemm_time(
-        _int(p, "m"),
-        _int(p, "n"),
-        _int(p, "k"),
-        acc,
-        dtype=p.precision,
-        batch=_int(p, "batch"),
-        out_dtype=out,
-        overhead=overhead,
+def _gemm_cost(p: PublishedPoint) -> ops.Cost:
+    """One GEMM's :func:`helpers.ops.matmul_cost`, times its ``batch`` (independent products)."""
+    one = ops.matmul_cost(
+        p.integer("m"),
+        p.integer("k"),
+        p.integer("n"),
+        dtype=_prec(p),
+        out_dtype=_gemm_out(p),
     )
+    return p.integer("batch") * one
 
 
-def _gemm(points: Sequence[Measurement]) -> list[Comparison]:
-    out = []
-    by_series: dict[str, list[Measurement]] = defaultdict(list)
-    for p in points:
-        by_series[f"{p.gpu} · {p.software.split(';')[0]}"].append(p)
-    for series, group in by_series.items():
-        usable = [p for p in group if "DOUBTFUL" not in p.notes and not _is_mamf(p)]
-        calib = min(usable, key=_gemm_flops) if usable else None
-        overhead = 0.0
-        if calib is not None:
-            acc = achievable_device(calib.gpu, calib.precision)
-            measured = _gemm_measured_s(calib)
-            overhead = _solve_overhead(
-                lambda o, c=calib, a=acc: _gemm_seconds(c, a, o), measured, hi=1e-3
-            )
-        for p in group:
-            flops = _gemm_flops(p)
-            naive_s = roofline.roofline_time(
-                flops, _gemm_bytes(p), p.gpu, dtype=p.precision
-            )
-            second_s = _gemm_seconds(p, achievable_device(p.gpu, p.precision), overhead)
-            if _is_mamf(p):
-                role: Role = "excluded"
-                why = "the same number calibrates the achievable peak (kind 'peak')"
-            elif "DOUBTFUL" in p.notes:
-                role, why = "excluded", "flagged doubtful in its notes (warm-up)"
-            elif p is calib:
-                role, why = "calibration", f"fixed cost {overhead * 1e6:.2f} us"
-            else:
-                role, why = "validation", ""
-            if p.unit == "s":  # a published time
-                naive, second = naive_s, second_s
-            else:
-                naive, second = flops / naive_s, flops / second_s
-            out.append(Comparison(p, naive, second, role, series, why))
-    return out
+def _gemm_flops(p: PublishedPoint) -> float:
+    return _gemm_cost(p).flops
 
 
-def _gemm_measured_s(p: Measurement) -> float:
-    """The published GEMM's seconds: as printed, or its FLOP over the printed FLOP/s."""
-    return p.value if p.unit == "s" else _gemm_flops(p) / p.value
+def _gemm_value(p: PublishedPoint, seconds: float) -> float:
+    return seconds if p.unit == "s" else _gemm_flops(p) / seconds
 
 
-def _is_mamf(p: Measurement) -> bool:
+def _gemm_model(p: PublishedPoint, constant: float) -> float:
+    seconds = ops.gemm_time(
+        p.integer("m"),
+        p.integer("n"),
+        p.integer("k"),
+        achievable_device(_gpu(p), _prec(p)),
+        dtype=_prec(p),
+        batch=p.integer("batch"),
+        out_dtype=_gemm_out(p),
+        overhead=dispatch.kernel_floor(_gpu(p)) + constant,
+    )
+    return _gemm_value(p, seconds)
+
+
+def _gemm_naive(p: PublishedPoint) -> float:
+    cost = _gemm_cost(p)
+    seconds = roofline.roofline_time(cost.flops, cost.bytes, _gpu(p), dtype=_prec(p))
+    return _gemm_value(p, seconds)
+
+
+def _is_mamf(p: PublishedPoint) -> bool:
     return "ml-engineering" in p.source
 
 
-def _gemm_bytes(p: Measurement) -> float:
-    out = "bf16" if p.precision == "fp8" else None
-    cost = _int(p, "batch") * ops.matmul_cost(
-        _int(p, "m"), _int(p, "k"), _int(p, "n"), dtype=p.precision, out_dtype=out
-    )
-    return cost.bytes
+def _gemm_excluded(p: PublishedPoint) -> str:
+    if _is_mamf(p):
+        return "the same number calibrates the achievable peak (kind 'peak')"
+    if "DOUBTFUL" in p.notes:
+        return "flagged doubtful in its notes (warm-up)"
+    return ""
+
+
+_GEMM = _Kind(
+    series=lambda p: f"{p.gpu} · {p.software.split(';')[0]}",
+    excluded=_gemm_excluded,
+    calibration_key=_gemm_flops,
+    naive=_gemm_naive,
+    model=_gemm_model,
+    constant="fixed cost per launch",
+    same_run=lambda p, c: False,
+    hi=1e-3,
+)
 
 
 # --- achievable peaks -------------------------------------------------------------
 
 
-def _peak(points: Sequence[Measurement]) -> list[Comparison]:
+def _peak(points: Sequence[PublishedPoint]) -> list[Prediction]:
     out = []
     for p in points:
-        acc = get_accelerator(p.gpu)
+        acc = get_accelerator(_gpu(p))
         f = _peak_fraction(p)
         series = f"{p.gpu} · {p.quantity}"
         if f is None:
@@ -327,19 +462,30 @@ def _peak(points: Sequence[Measurement]) -> list[Comparison]:
                 if p.quantity in ("nvlink", "pcie_h2d", "pcie_d2h")
                 else "a microbenchmark kernel, not a GEMM library"
             )
-            out.append(Comparison(p, p.value, p.value, "excluded", series, reason))
+            out.append(
+                Prediction(
+                    p,
+                    p.value,
+                    p.value,
+                    "excluded",
+                    series,
+                    reason,
+                    constant_free=p.value,
+                )
+            )
             continue
         datasheet = p.value / f
         c, m = fractions(acc, p.precision or "bf16", exclude_architecture=True)
-        other = m if p.quantity == "memory_bandwidth" else c
+        other = datasheet * (m if p.quantity == "memory_bandwidth" else c)
         out.append(
-            Comparison(
+            Prediction(
                 p,
                 datasheet,
-                datasheet * other,
+                other,
                 "validation",
                 series,
                 "the median fraction of the other architectures' GPUs",
+                constant_free=other,
             )
         )
     return out
@@ -348,7 +494,7 @@ def _peak(points: Sequence[Measurement]) -> list[Comparison]:
 # --- ResNet-50 --------------------------------------------------------------------
 
 
-def _resnet_fused(p: Measurement) -> bool:
+def _resnet_fused(p: PublishedPoint) -> bool:
     framework = p.setting["framework"]
     return "TensorRT" in framework or "XLA" in framework
 
@@ -368,103 +514,97 @@ def _resnet_kernels(
     )
 
 
-def _resnet_images(p: Measurement, dispatch_s: float) -> float:
-    """:func:`helpers.convnets.resnet50_stream_time` as images/s (its kernels' times computed once)."""
-    batch = _int(p, "batch")
+def _resnet_model(p: PublishedPoint, dispatch_s: float) -> float:
+    """Images/s of :func:`helpers.convnets.resnet50_stream_time` with ``dispatch_s`` per kernel and the GPU's floor."""
+    batch = p.integer("batch")
     kernels = _resnet_kernels(
-        p.gpu, batch, p.precision, _resnet_fused(p), _int(p, "image_size")
+        _gpu(p), batch, _prec(p), _resnet_fused(p), p.integer("image_size")
     )
-    return batch / dispatch.stream_time(kernels, dispatch_s)
+    seconds = dispatch.stream_time(
+        kernels, dispatch_s, kernel_floor_s=dispatch.kernel_floor(_gpu(p))
+    )
+    return batch / seconds
+
+
+def _resnet_naive(p: PublishedPoint) -> float:
+    batch = p.integer("batch")
+    return batch / convnets.resnet50_step_time(
+        batch, _gpu(p), dtype=_prec(p), image_size=p.integer("image_size")
+    )
 
 
 _PRECISION_ORDER = ("fp16", "bf16", "fp8", "int8", "tf32", "fp32")
 
-
-def _resnet(points: Sequence[Measurement]) -> list[Comparison]:
-    out = []
-    by_series: dict[str, list[Measurement]] = defaultdict(list)
-    for p in points:
-        by_series[f"{p.gpu} · {p.setting['framework']}"].append(p)
-    for series, group in by_series.items():
-        calib = min(
-            group,
-            key=lambda p: (_int(p, "batch"), _PRECISION_ORDER.index(p.precision)),
-        )
-        measured_s = _int(calib, "batch") / calib.value
-        dispatch_s = _solve_overhead(
-            lambda d, c=calib: _int(c, "batch") / _resnet_images(c, d),
-            measured_s,
-            hi=1e-2,
-        )
-        for p in group:
-            batch = _int(p, "batch")
-            naive = batch / convnets.resnet50_step_time(
-                batch, p.gpu, dtype=p.precision, image_size=_int(p, "image_size")
-            )
-            second = _resnet_images(p, dispatch_s)
-            if p is calib:
-                role: Role = "calibration"
-                why = f"dispatch {dispatch_s * 1e6:.1f} us per kernel"
-            else:
-                role, why = "validation", ""
-            out.append(Comparison(p, naive, second, role, series, why))
-    return out
+_RESNET = _Kind(
+    series=lambda p: f"{p.gpu} · {p.setting['framework']}",
+    excluded=lambda p: "",
+    calibration_key=lambda p: (p.integer("batch"), _PRECISION_ORDER.index(_prec(p))),
+    naive=_resnet_naive,
+    model=_resnet_model,
+    constant="CPU dispatch per kernel",
+    same_run=lambda p, c: False,
+    hi=1e-2,
+)
 
 
 # --- LLM decode -------------------------------------------------------------------
 
 
-def _decode_dtype(p: Measurement) -> str:
+def _decode_dtype(p: PublishedPoint) -> str:
     return p.precision or UNSTATED_PRECISION
 
 
 def _decode_seconds(
-    p: Measurement, acc: str | Accelerator, step_overhead: float
+    p: PublishedPoint, acc: str | Accelerator, per_step: float, *, physical: bool
 ) -> tuple[float, float]:
-    """(prefill seconds, seconds per decode step) of ``p`` on ``acc``."""
+    """(prefill seconds, seconds per decode step) of ``p`` on ``acc``.
+
+    ``physical`` adds the tensor-parallel all-reduces and the GPU-side floor
+    of every kernel of a step (:func:`helpers.inference.kernels_per_step`);
+    ``per_step`` is added to the prefill and to each step.
+    """
     model, dtype = p.setting["model"], _decode_dtype(p)
-    batch, n_gpus = _int(p, "batch"), _int(p, "num_gpus")
-    prompt = _int(p, "input_len")
-    generated = _int(p, "output_len") if p.setting["output_len"] else 0
+    batch, n_gpus = p.integer("batch"), p.integer("num_gpus")
+    prompt = p.integer("input_len")
+    generated = p.integer("output_len") if p.setting["output_len"] else 0
+    link = inference.AUTO if physical else None
+    floor = (
+        inference.kernels_per_step(model) * dispatch.kernel_floor(_gpu(p))
+        if physical
+        else 0.0
+    )
     prefill = inference.prefill_step(
-        model, prompt, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
+        model, prompt, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, link=link
     ).seconds
-    # the mean context over the generation: the prompt plus half the output
-    context = prompt + generated // 2
+    context = inference.mean_decode_context(prompt, generated)
     step = inference.decode_step(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, link=link
     ).seconds
-    return prefill + step_overhead, step + step_overhead
+    return prefill + floor + per_step, step + floor + per_step
 
 
-def _decode_value(p: Measurement, acc: str | Accelerator, overhead: float) -> float:
-    prefill, step = _decode_seconds(p, acc, overhead)
+def _decode_value(
+    p: PublishedPoint, acc: str | Accelerator, per_step: float, *, physical: bool
+) -> float:
+    prefill, step = _decode_seconds(p, acc, per_step, physical=physical)
     if p.quantity == "step_latency":
         return step
     if p.quantity == "user_throughput":
         return 1 / step
-    batch, generated = _int(p, "batch"), _int(p, "output_len")
+    batch, generated = p.integer("batch"), p.integer("output_len")
     # the prefill emits the first token; each later one takes a decode step
     total = prefill + max(generated - 1, 0) * step
     if p.quantity == "e2e_latency":
         return total
     tokens_s = batch * generated / total
     if p.quantity == "throughput_per_gpu":
-        return tokens_s / _int(p, "num_gpus")
+        return tokens_s / p.integer("num_gpus")
     return tokens_s
 
 
-def _decode_overhead(p: Measurement) -> float:
-    acc = achievable_device(p.gpu, _decode_dtype(p))
-    if p.unit == "s":  # a time: larger overhead, larger time
-        return _solve_overhead(lambda o: _decode_value(p, acc, o), p.value)
-    # a rate: larger overhead, smaller rate
-    return _solve_overhead(lambda o: 1 / _decode_value(p, acc, o), 1 / p.value)
-
-
-def _decode_excluded(p: Measurement) -> str:
+def _decode_excluded(p: PublishedPoint) -> str:
     """Why ``p`` cannot test the decode model ("" if it can)."""
-    acc = get_accelerator(p.gpu)
+    acc = get_accelerator(_gpu(p))
     dtype = _decode_dtype(p)
     if dtype not in acc.dtypes:
         return f"no {dtype} peak for {p.gpu} in the catalogue"
@@ -475,60 +615,41 @@ def _decode_excluded(p: Measurement) -> str:
             "the source's 13B latencies are below its 7B ones at the same settings "
             "(NeMo discussion 8455)"
         )
-    context = _int(p, "input_len") + (
-        _int(p, "output_len") if p.setting["output_len"] else 0
+    context = p.integer("input_len") + (
+        p.integer("output_len") if p.setting["output_len"] else 0
     )
     fits = inference.max_decode_batch(
-        p.setting["model"], context, p.gpu, n_gpus=_int(p, "num_gpus"), dtype=dtype
+        p.setting["model"], context, _gpu(p), n_gpus=p.integer("num_gpus"), dtype=dtype
     )
-    if _int(p, "batch") > fits:
+    if p.integer("batch") > fits:
         return f"the KV caches of the batch do not fit (at most {fits} sequences)"
     return ""
 
 
-def _run(p: Measurement) -> tuple[str, ...]:
+def _run(p: PublishedPoint) -> tuple[str, ...]:
     """The run a point comes from: its setting without the quantity measured."""
     keys = ("model", "batch", "input_len", "output_len", "num_gpus")
-    return tuple(p.setting[k] for k in keys) + (p.precision or "",)
+    return (
+        (p.setting["framework"], p.software)
+        + tuple(p.setting[k] for k in keys)
+        + (p.precision or "",)
+    )
 
 
-def _decode(points: Sequence[Measurement]) -> list[Comparison]:
-    out = []
-    by_series: dict[str, list[Measurement]] = defaultdict(list)
-    for p in points:
-        key = (
-            f"{p.gpu} · {p.setting['framework']} · {p.software} · {p.setting['model']}"
-        )
-        by_series[key].append(p)
-    for series, group in by_series.items():
-        usable = [p for p in group if not _decode_excluded(p)]
-        calib = (
-            min(usable, key=lambda p: (_int(p, "batch"), _int(p, "num_gpus")))
-            if usable
-            else None
-        )
-        overhead = 0.0 if calib is None else _decode_overhead(calib)
-        for p in group:
-            reason = _decode_excluded(p)
-            if not reason and p is not calib and calib is not None:
-                if _run(p) == _run(calib):
-                    reason = "the same run as its series' calibration point"
-            if reason:
-                out.append(
-                    Comparison(p, math.nan, math.nan, "excluded", series, reason)
-                )
-                continue
-            naive = _decode_value(p, p.gpu, 0.0)
-            second = _decode_value(
-                p, achievable_device(p.gpu, _decode_dtype(p)), overhead
-            )
-            if p is calib:
-                role: Role = "calibration"
-                why = f"fixed cost {overhead * 1e3:.2f} ms per step"
-            else:
-                role, why = "validation", ""
-            out.append(Comparison(p, naive, second, role, series, why))
-    return out
+_DECODE = _Kind(
+    series=lambda p: (
+        f"{p.gpu} · {p.setting['framework']} · {p.software} · {p.setting['model']}"
+    ),
+    excluded=_decode_excluded,
+    calibration_key=lambda p: (p.integer("batch"), p.integer("num_gpus")),
+    naive=lambda p: _decode_value(p, _gpu(p), 0.0, physical=False),
+    model=lambda p, c: _decode_value(
+        p, achievable_device(_gpu(p), _decode_dtype(p)), c, physical=True
+    ),
+    constant="fixed cost per step",
+    same_run=lambda p, c: _run(p) == _run(c),
+    hi=1e-2,
+)
 
 
 # --- KV transfer --------------------------------------------------------------------
@@ -564,63 +685,54 @@ def message_bytes(text: str) -> float:
     return number * _DECIMAL[unit[0]]
 
 
-def _link(p: Measurement, latency: float) -> Link:
-    per_link = float(p.setting["nominal_gbps"]) * 1e9 / 8 / _int(p, "num_links")
+def _link(p: PublishedPoint, latency: float) -> Link:
+    per_link = float(p.setting["nominal_gbps"]) * 1e9 / 8 / p.integer("num_links")
     return Link(p.setting["link"], per_link, latency, p.source)
 
 
-def _kv_rate(p: Measurement, latency: float, efficiency: float) -> float:
+def _kv_model(p: PublishedPoint, constant: float) -> float:
     nbytes = message_bytes(p.setting["message_bytes"])
     t = kvcache.link_time(
         nbytes,
-        _link(p, latency),
-        n_links=_int(p, "num_links"),
-        efficiency=efficiency,
+        _link(p, RDMA_LATENCY_S + constant),
+        n_links=p.integer("num_links"),
+        efficiency=LINK_EFFICIENCY,
     )
     return nbytes / t
 
 
-def _kv(points: Sequence[Measurement]) -> list[Comparison]:
-    out = []
-    by_series: dict[str, list[Measurement]] = defaultdict(list)
-    for p in points:
-        host = "host memory" if p.gpu is None else p.gpu
-        by_series[f"{host} · {p.setting['link']}"].append(p)
-    for series, group in by_series.items():
-        calib = min(group, key=lambda p: message_bytes(p.setting["message_bytes"]))
-        nbytes = message_bytes(calib.setting["message_bytes"])
-        latency = _solve_overhead(
-            lambda t, c=calib, b=nbytes: b / _kv_rate(c, t, LINK_EFFICIENCY),
-            nbytes / calib.value,
-        )
-        sizes = {message_bytes(p.setting["message_bytes"]) for p in group}
-        for p in group:
-            naive = float(p.setting["nominal_gbps"]) * 1e9 / 8
-            second = _kv_rate(p, latency, LINK_EFFICIENCY)
-            if p is calib:
-                role: Role = "calibration"
-                why = f"fixed cost {latency * 1e6:.1f} us per message"
-            elif len(sizes) == 1:
-                role = "excluded"
-                why = "one message size: the calibration point fixes the prediction"
-            else:
-                role, why = "validation", ""
-            out.append(Comparison(p, naive, second, role, series, why))
-    return out
+def _kv_series(p: PublishedPoint) -> str:
+    return f"{_gpu_key(p)} · {p.setting['link']}"
 
 
-_COMPARE: dict[Kind, Callable[[Sequence[Measurement]], list[Comparison]]] = {
-    "gemm": _gemm,
+_KV = _Kind(
+    series=_kv_series,
+    excluded=lambda p: "",
+    calibration_key=lambda p: message_bytes(p.setting["message_bytes"]),
+    naive=lambda p: float(p.setting["nominal_gbps"]) * 1e9 / 8,
+    model=_kv_model,
+    constant="fixed cost per message",
+    same_run=lambda p, c: (
+        _kv_series(p) == _kv_series(c)
+        and message_bytes(p.setting["message_bytes"])
+        == message_bytes(c.setting["message_bytes"])
+    ),
+    hi=1e-3,
+)
+
+
+_COMPARE: dict[Kind, Callable[[Sequence[PublishedPoint]], list[Prediction]]] = {
+    "gemm": lambda points: _compare(points, _GEMM),
     "peak": _peak,
-    "resnet50": _resnet,
-    "decode": _decode,
-    "kv_transfer": _kv,
+    "resnet50": lambda points: _compare(points, _RESNET),
+    "decode": lambda points: _compare(points, _DECODE),
+    "kv_transfer": lambda points: _compare(points, _KV),
 }
 
 
 @cache
-def compare(kind: Kind) -> tuple[Comparison, ...]:
-    """Both models' predictions for every published point of ``kind``."""
+def compare(kind: Kind) -> tuple[Prediction, ...]:
+    """The three models' predictions for every published point of ``kind``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     return tuple(_COMPARE[kind](load(kind)))
@@ -628,7 +740,11 @@ def compare(kind: Kind) -> tuple[Comparison, ...]:
 
 @dataclass(frozen=True)
 class ErrorSummary:
-    """Error statistics of the validating points of one group (fractions, not %)."""
+    """Error statistics of the validating points of one group (fractions, not %).
+
+    ``constants`` counts the calibration points (one per GPU) among the
+    group's predictions; ``gpus`` the GPUs its validating points are on.
+    """
 
     group: str
     points: int
@@ -636,24 +752,40 @@ class ErrorSummary:
     naive_p90: float
     second_order_median: float
     second_order_p90: float
+    constant_free_median: float = math.nan
+    constant_free_p90: float = math.nan
+    constants: int = 0
+    gpus: int = 0
 
-    def meets(self, *, median: float = 0.15, p90: float = 0.40) -> bool:
-        """Whether the second-order model meets the targets (median, 90th percentile of the absolute error)."""
+    def meets(
+        self,
+        *,
+        median: float = 0.15,
+        p90: float = 0.40,
+        model: Literal["second_order", "constant_free"] = "second_order",
+    ) -> bool:
+        """Whether ``model`` meets the targets (median, 90th percentile of the absolute error)."""
+        if model == "constant_free":
+            return self.constant_free_median <= median and self.constant_free_p90 <= p90
         return self.second_order_median <= median and self.second_order_p90 <= p90
 
 
 def summarize(
-    comparisons: Iterable[Comparison], key: Callable[[Comparison], str]
+    comparisons: Iterable[Prediction], key: Callable[[Prediction], str]
 ) -> list[ErrorSummary]:
-    """Absolute relative error statistics of the validating comparisons, grouped by ``key``."""
-    groups: dict[str, list[Comparison]] = defaultdict(list)
+    """Absolute relative error statistics of the validating predictions, grouped by ``key``."""
+    groups: dict[str, list[Prediction]] = defaultdict(list)
+    constants: dict[str, int] = defaultdict(int)
     for c in comparisons:
         if c.role == "validation":
             groups[key(c)].append(c)
+        elif c.role == "calibration":
+            constants[key(c)] += 1
     out = []
     for group, items in groups.items():
         naive = np.abs([c.naive_error for c in items])
         second = np.abs([c.second_order_error for c in items])
+        free = np.abs([c.constant_free_error for c in items])
         out.append(
             ErrorSummary(
                 group,
@@ -662,165 +794,24 @@ def summarize(
                 float(np.percentile(naive, 90)),
                 float(np.median(second)),
                 float(np.percentile(second, 90)),
+                float(np.median(free)),
+                float(np.percentile(free, 90)),
+                constants[group],
+                len({_gpu_key(c.point) for c in items}),
             )
         )
     return out
 
 
-def with_role(comparisons: Iterable[Comparison], role: Role) -> list[Comparison]:
-    """The comparisons that play ``role``."""
+def with_role(comparisons: Iterable[Prediction], role: Role) -> list[Prediction]:
+    """The predictions that play ``role``."""
     return [c for c in comparisons if c.role == role]
 
 
-def _percent(x: float) -> str:
-    return f"{100 * x:.0f} %"
-
-
-def summary_markdown(
-    kind: Kind,
-    *,
-    median: float = 0.15,
-    p90: float = 0.40,
-    by: Literal["gpu", "series"] = "gpu",
-) -> str:
-    """A Markdown table of both models' absolute relative error per GPU (or series) on ``kind``'s validating points.
-
-    The last column says whether the second-order model meets the targets
-    (``median`` and ``p90`` of the absolute relative error); groups of fewer than 10
-    points are reported but not judged.
-    """
-    comparisons = compare(kind)
-    if by not in ("gpu", "series"):
-        raise ValueError(f"by must be 'gpu' or 'series', got {by!r}")
-    groups = summarize(
-        comparisons,
-        key=(lambda c: c.point.gpu or "host memory")
-        if by == "gpu"
-        else (lambda c: c.series),
-    )
-    groups.sort(key=lambda g: -g.points)
-    groups += summarize(comparisons, key=lambda c: "all")
-    rows = []
-    for g in groups:
-        verdict = (
-            "too few points"
-            if g.points < 10
-            else ("met" if g.meets(median=median, p90=p90) else "missed")
-        )
-        name = f"**{g.group}**" if g.group == "all" else g.group
-        rows.append(
-            [
-                name,
-                g.points,
-                _percent(g.naive_median),
-                _percent(g.naive_p90),
-                _percent(g.second_order_median),
-                _percent(g.second_order_p90),
-                verdict,
-            ]
-        )
-    return markdown_table(
-        [
-            "GPU" if by == "gpu" else "series",
-            "points",
-            "naive median",
-            "naive p90",
-            "second-order median",
-            "second-order p90",
-            f"targets ({_percent(median)}, {_percent(p90)})",
-        ],
-        rows,
-        align="lrrrrrl",
-    )
-
-
-def worst_markdown(kind: Kind, n: int = 4) -> str:
-    """A Markdown table of the ``n`` validating points of ``kind`` the second-order model misses most."""
-    valid = with_role(compare(kind), "validation")
-    valid.sort(key=lambda c: -abs(c.second_order_error))
-    rows = [
-        [
-            c.series,
-            c.point.label,
-            format_si(c.point.value, c.point.unit),
-            format_si(c.naive, c.point.unit),
-            format_si(c.second_order, c.point.unit),
-            f"{100 * c.second_order_error:+.0f} %",
-        ]
-        for c in valid[:n]
-    ]
-    return markdown_table(
-        ["series", "setting", "published", "naive", "second-order", "error"],
-        rows,
-        align="llrrrr",
-    )
-
-
-def calibration_markdown() -> str:
-    """A Markdown table of every calibration point: its series, setting, value and the parameter it fixes."""
-    rows = []
-    for kind in KINDS:
-        for c in with_role(compare(kind), "calibration"):
-            rows.append(
-                [
-                    kind,
-                    c.series,
-                    c.point.label,
-                    format_si(c.point.value, c.point.unit),
-                    c.reason,
-                ]
-            )
-    return markdown_table(
-        ["kind", "series", "point", "published", "fixes"], rows, align="llllr"
-    )
-
-
-def fractions_markdown() -> str:
-    """A Markdown table of each catalogued GPU's achievable fractions, as :func:`fractions` derives them."""
-    table = _fraction_table()
-    rows = []
-    for gpu in sorted({g for g, _, _ in table}):
-        for dtype in sorted(
-            {d for g, q, d in table if g == gpu and q == "matmul_flops"}
-        ):
-            c, m = fractions(gpu, dtype)
-            rows.append([gpu, dtype, _percent(c), _percent(m)])
-    return markdown_table(
-        ["GPU", "matmul precision", "matmul share of peak", "bandwidth share of peak"],
-        rows,
-    )
-
-
-def targets_markdown(*, median: float = 0.15, p90: float = 0.40) -> str:
-    """A Markdown table, one row per kind: both models' errors over all GPUs, and the targets met."""
-    rows = []
-    for kind in KINDS:
-        comparisons = compare(kind)
-        (g,) = summarize(comparisons, key=lambda c: "all")
-        calibrating = len(with_role(comparisons, "calibration"))
-        rows.append(
-            [
-                kind,
-                g.points,
-                calibrating,
-                _percent(g.naive_median),
-                _percent(g.naive_p90),
-                _percent(g.second_order_median),
-                _percent(g.second_order_p90),
-                "met" if g.meets(median=median, p90=p90) else "missed",
-            ]
-        )
-    return markdown_table(
-        [
-            "kind",
-            "validating points",
-            "calibration points",
-            "naive median",
-            "naive p90",
-            "second-order median",
-            "second-order p90",
-            f"targets ({_percent(median)}, {_percent(p90)})",
-        ],
-        rows,
-        align="lrrrrrrl",
-    )
+_REPORTS = (
+    "summary_markdown",
+    "worst_markdown",
+    "calibration_markdown",
+    "fractions_markdown",
+    "targets_markdown",
+)

@@ -60,3 +60,28 @@ def test_bad_input():
         dispatch.sequence_bounds([-1.0], 1.0)
     with pytest.raises(ValueError):
         dispatch.sequence_bounds([], 1.0)
+
+
+def test_cuda_graph_stream_keeps_a_gpu_floor_per_kernel():
+    """G3: 40 layers at batch 1, each ~0.6 us of roofline GPU time, in a CUDA graph (no dispatch):
+    without a floor 40 * 0.625 = 25 us; with the NVBench-measured 1.84 us per kernel,
+    40 * (0.625 + 1.84) = 98.6 us. The floor applies to every kernel, however the CPU side is hidden.
+    """
+    g = [0.625e-6] * 40
+    assert dispatch.stream_time(g, 0.0) == pytest.approx(25e-6)
+    floor = dispatch.kernel_floor("H100")
+    assert floor == 1.84e-6
+    assert dispatch.stream_time(g, 0.0, kernel_floor_s=floor) == pytest.approx(98.6e-6)
+    # with dispatch 5 us per kernel the CPU still bounds it: 40 * 5 + last kernel
+    assert dispatch.stream_time(g, 5e-6, kernel_floor_s=floor) == pytest.approx(
+        200e-6 + 0.625e-6 + floor
+    )
+
+
+def test_kernel_floor_for_every_catalog_gpu():
+    from helpers import hardware
+
+    for acc in hardware.accelerators():
+        assert dispatch.kernel_floor(acc) > 0
+    with pytest.raises(ValueError, match="kernel_floor_s"):
+        dispatch.stream_time([1e-6], 0.0, kernel_floor_s=-1.0)

@@ -56,13 +56,16 @@ def test_decode_step_by_hand_on_a_toy():
         [one.compute_s, one.memory_s, one.seconds], [0.5696, 2.88, 2.88], rtol=1e-12
     )
     assert one.bound == "memory"
-    two = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2)
+    two = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2, link=None)
     assert_allclose(
         [two.compute_s, two.memory_s, two.seconds], [0.2848, 1.44, 1.44], rtol=1e-12
     )
     half = inference.decode_step(TINY, 5, SLOW_FLOPS, batch=2, mfu=0.5)
     assert_allclose([half.compute_s, half.seconds], [1.1392, 2.88], rtol=1e-12)
-    assert inference.decode_step_time(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2) == 1.44
+    assert (
+        inference.decode_step_time(TINY, 5, SLOW_FLOPS, batch=2, n_gpus=2, link=None)
+        == 1.44
+    )
 
 
 def test_prefill_step_by_hand_on_a_toy():
@@ -79,7 +82,9 @@ def test_prefill_step_by_hand_on_a_toy():
     )
     assert step.bound == "compute"
     assert_allclose(
-        inference.prefill_time(TINY, 3, FAST_FLOPS, n_gpus=4), 1.864, rtol=1e-12
+        inference.prefill_time(TINY, 3, FAST_FLOPS, n_gpus=4, link=None),
+        1.864,
+        rtol=1e-12,
     )
     assert_allclose(
         inference.prefill_time(TINY, 3, FAST_FLOPS, mfu=0.5), 14.912, rtol=1e-12
@@ -95,7 +100,9 @@ def test_decode_step_llama3_70b_on_8_h100_by_hand():
     FLOP per sequence: 136,902,082,560 (weights) + 4 * 80 * 8192 * 4,097 = 10,740,039,680 (attention)
     + 2,101,346,304 (lm_head) = 149,743,468,544; x 64 = 9.584e12 -> / (8 * 989.4e12) = 1.211 ms. Memory-bound.
     """
-    step = inference.decode_step("llama-3-70b", 4096, "H100", batch=64, n_gpus=8)
+    step = inference.decode_step(
+        "llama-3-70b", 4096, "H100", batch=64, n_gpus=8, link=None
+    )
     assert_allclose(step.memory_s, 224_924_794_880 / (8 * 3.35e12), rtol=1e-12)
     assert_allclose(step.compute_s, 64 * 149_743_468_544 / (8 * 989.4e12), rtol=1e-12)
     assert (step.bound, round(step.seconds * 1e3, 3)) == ("memory", 8.393)
@@ -108,13 +115,74 @@ def test_prefill_llama3_70b_on_8_h100_by_hand():
     pairs at 2,621,440 each = 21,995,601,264,640; lm_head 2,101,346,304; total 582,748,632,776,704
     -> / (8 * 989.4e12) = 73.6 ms, compute-bound (the bytes, ~0.15 TB, take ~5 ms).
     """
-    step = inference.prefill_step("llama-3-70b", 4096, "H100", n_gpus=8)
+    step = inference.prefill_step("llama-3-70b", 4096, "H100", n_gpus=8, link=None)
     assert_allclose(step.compute_s, 582_748_632_776_704 / (8 * 989.4e12), rtol=1e-12)
     assert step.bound == "compute" and step.memory_s < 0.006
     assert (
-        round(inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8) * 1e3, 1)
+        round(
+            inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8, link=None)
+            * 1e3,
+            1,
+        )
         == 73.6
     )
+
+
+def test_tp_allreduces_of_a_decode_step_by_hand():
+    """Llama-3-70B decode, 64 sequences, 8 x H100 over NVLink 4 (450 GB/s, 1 us per step), ring.
+
+    Megatron TP: 2 all-reduces per layer x 80 layers = 160, each of 64 * 8192 * 2 = 1,048,576 bytes:
+    2*7/8 * 1,048,576 / 450e9 = 4.0777e-6 s + 14 * 1e-6 s = 18.0777e-6 s; x 160 = 2.8924 ms,
+    added to the 8.393 ms memory bound: 11.285 ms. One GPU pays none.
+    """
+    step = inference.decode_step("llama-3-70b", 4096, "H100", batch=64, n_gpus=8)
+    comm = 160 * (1.75 * 1_048_576 / 450e9 + 14e-6)
+    assert_allclose(step.comm_s, comm, rtol=1e-12)
+    assert_allclose(step.seconds, 224_924_794_880 / (8 * 3.35e12) + comm, rtol=1e-12)
+    assert inference.decode_step("llama-3-70b", 4096, "H100", batch=64).comm_s == 0
+
+
+def test_tp_allreduces_of_a_prefill_by_hand():
+    """Llama-3-70B prefill of 4,096 tokens on 8 x H100: 160 all-reduces of 4096 * 8192 * 2 = 67,108,864 bytes:
+    1.75 * 67,108,864 / 450e9 + 14e-6 = 275.0e-6 s each, 44.0 ms in all: 60 % of the 73.6 ms compute
+    bound (the 34-59 % of part2.md H16 is the same ratio at NVLS and ring per-token costs).
+    """
+    comm = inference.tp_allreduce_time("llama-3-70b", 4096, "H100", n_gpus=8)
+    assert_allclose(comm, 160 * (1.75 * 67_108_864 / 450e9 + 14e-6), rtol=1e-12)
+    assert_allclose(
+        inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8),
+        582_748_632_776_704 / (8 * 989.4e12) + comm,
+        rtol=1e-12,
+    )
+
+
+def test_tp_link_choice_and_fp8_activations():
+    """A100s talk over NVLink 3 (300 GB/s); fp8 weights still all-reduce 16-bit activations."""
+    a100 = inference.tp_allreduce_time("llama-3-70b", 1, "A100 SXM4 80GB", n_gpus=2)
+    assert_allclose(a100, 160 * (2 * 1e-6 + 1.0 * 8192 * 2 / 300e9), rtol=1e-12)
+    fp8 = inference.tp_allreduce_time("llama-3-70b", 1, "H100", n_gpus=2, dtype="fp8")
+    bf16 = inference.tp_allreduce_time("llama-3-70b", 1, "H100", n_gpus=2)
+    assert fp8 == bf16
+    assert (
+        inference.tp_allreduce_time("llama-3-70b", 9, "H100", n_gpus=8, link=None) == 0
+    )
+
+
+def test_mean_decode_context_and_suffix_prefill():
+    """Mean context: prompt + g // 2 (the steps run at prompt + 1 .. prompt + g - 1, mean prompt + g / 2).
+    A prompt of 1,000 and 128 generated gives 1,064, not 1,128 (prompt + generated, K16's mutant).
+    A suffix prefill is R(stop) - R(start); R(0) = 0.
+    """
+    assert inference.mean_decode_context(1000, 128) == 1064
+    assert inference.mean_decode_context(1000, 1) == 1000
+    whole = inference.prefill_time(M, 3000, "h100", n_gpus=8)
+    part = inference.prefill_time(M, 1000, "h100", n_gpus=8)
+    assert_allclose(
+        inference.suffix_prefill_time(M, 1000, 3000, "h100", n_gpus=8), whole - part
+    )
+    assert inference.suffix_prefill_time(M, 0, 3000, "h100", n_gpus=8) == whole
+    with pytest.raises(ValueError, match="stop"):
+        inference.suffix_prefill_time(M, 10, 5, "h100")
 
 
 def test_single_sequence_decode_is_weight_read_bound():
@@ -362,14 +430,27 @@ def test_slo_batch_by_hand():
     fit, so the target binds. With a 1 ms overhead per step: (0.019 * 26.8e12 - W) / k = 275.7 -> 275.
     """
     assert (
-        inference.max_batch_under_slo(M, 4096, "h100", tbt_s=0.02, n_gpus=8).batch
+        inference.max_batch_under_slo(
+            M, 4096, "h100", tbt_s=0.02, n_gpus=8, link=None
+        ).batch
         == 295
     )
     assert (
         inference.max_batch_under_slo(
-            M, 4096, "h100", tbt_s=0.02, n_gpus=8, overhead=1e-3
+            M, 4096, "h100", tbt_s=0.02, n_gpus=8, overhead=1e-3, link=None
         ).batch
         == 275
+    )
+
+
+def test_slo_batch_with_tp_allreduces_by_hand():
+    """As test_slo_batch_by_hand, plus 160 ring all-reduces over NVLink 4: 160 * 14e-6 = 2.24 ms fixed and
+    160 * 1.75 * 16,384 / 450e9 = 10.19e-6 s per sequence. B <= (0.02 - 139.0e9/26.8e12 - 2.24e-3)
+    / (1.3425e9/26.8e12 + 10.19e-6) = (0.02 - 7.4267e-3) / 60.289e-6 = 208.6 -> 208.
+    """
+    assert (
+        inference.max_batch_under_slo(M, 4096, "h100", tbt_s=0.02, n_gpus=8).batch
+        == 208
     )
 
 

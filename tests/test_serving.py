@@ -105,3 +105,30 @@ def test_pd_ratio_cache_hits_shift_work_to_decode():
     assert ratios == sorted(ratios, reverse=True)
     with pytest.raises(ValueError, match="hit_tokens"):
         serving.pd_ratio(MODEL, 100, 10, ACC, batch=1, hit_tokens=100)
+
+
+def test_chunk_attends_to_earlier_chunks_by_hand():
+    """H6 (part2.md): the last 512-token chunk of Mooncake's 12,035-token mean prompt, on 8 x A800, attends to
+    11,520 earlier tokens: 512 * 11,520 = 5,898,240 more pairs at 4 * 80 * 8192 = 2,621,440 FLOP each
+    (Llama-3-70B) = 1.5462e13 FLOP / (8 * 312e12) = 6.19 ms more compute, and reads 11,520 * 327,680 bytes
+    of their KV (3.77 GB / (8 * 2.039e12) = 0.23 ms, hidden while compute-bound).
+    """
+    opts = dict(batch=64, chunk=512, n_gpus=8, link=None)
+    first = serving.colocated_step(MODEL, 12_035, "a800", **opts)
+    last = serving.colocated_step(MODEL, 12_035, "a800", prefix=11_520, **opts)
+    assert last.compute_s - first.compute_s == pytest.approx(
+        512 * 11_520 * 2_621_440 / (8 * 312e12), rel=1e-9
+    )
+    assert last.memory_s - first.memory_s == pytest.approx(
+        11_520 * 327_680 / (8 * 2.039e12), rel=1e-9
+    )
+    with pytest.raises(ValueError, match="prefix"):
+        serving.colocated_step(MODEL, 100, "a800", batch=1, chunk=0, prefix=5)
+
+
+def test_colocated_step_pays_tp_allreduces_of_its_tokens():
+    """On 8 GPUs a co-located step all-reduces its batch + chunk tokens: the same as inference's rule."""
+    from helpers import inference
+
+    step = serving.colocated_step(MODEL, 4096, "h100", batch=64, chunk=512, n_gpus=8)
+    assert step.comm_s == inference.tp_allreduce_time(MODEL, 576, "h100", n_gpus=8)
