@@ -6,7 +6,9 @@ roofline bound of the work it serves (:mod:`helpers.inference`):
 
 * **tensor parallelism** (Megatron-LM, Shoeybi et al. 2019): each layer's
   attention and MLP end in an all-reduce of the activations, two per layer
-  of ``tokens * d_model * b`` bytes each (:func:`tp_comm_time`);
+  of ``tokens * d_model * b`` bytes each
+  (:func:`helpers.inference.tp_allreduce_time`, set beside the compute by
+  :func:`tp_prefill` and :func:`tp_decode`);
 * **expert parallelism** for mixture-of-experts layers (GShard, Lepikhin et
   al. 2021; DeepEP): each token's hidden state goes to the devices of its
   ``top_k`` experts and comes back, an all-to-all *dispatch* and *combine*
@@ -40,7 +42,6 @@ __all__ = [
     "CommCost",
     "DEEPEP_LOW_LATENCY_S",
     "activation_bytes",
-    "tp_comm_time",
     "tp_prefill",
     "tp_decode",
     "ep_alltoall_times",
@@ -116,28 +117,6 @@ def activation_bytes(
     return float(tokens * m.d_model * dtype_bytes(dtype))
 
 
-def tp_comm_time(
-    model: str | ModelConfig,
-    tokens: int,
-    n: int,
-    link: str | Link,
-    *,
-    dtype: str = "bf16",
-    algorithm: str = "ring",
-) -> float:
-    """Seconds of all-reduce in one forward pass of ``tokens`` tokens under TP over ``n`` devices.
-
-    Megatron-LM's split (Shoeybi et al. 2019, §3) needs one all-reduce after
-    attention and one after the MLP: ``2 * n_layers`` all-reduces of
-    :func:`activation_bytes`, each :func:`helpers.parallel.allreduce_time`.
-    Llama-3-70B, 4,096 tokens, TP-8 over NVLink 4 (450 GB/s, 1 us per step),
-    ring: ``160 * (14 * 1e-6 + 1.75 * 4096 * 16384 / 450e9) = 44.0`` ms.
-    """
-    m = get_model(model)
-    size = activation_bytes(m, tokens, dtype=dtype)
-    return 2 * m.n_layers * parallel.allreduce_time(size, n, link, algorithm=algorithm)
-
-
 def tp_prefill(
     model: str | ModelConfig,
     tokens: int,
@@ -148,11 +127,23 @@ def tp_prefill(
     dtype: str = "bf16",
     algorithm: str = "ring",
 ) -> CommCost:
-    """A ``tokens``-token prefill under TP-``n``: :func:`helpers.inference.prefill_time` beside :func:`tp_comm_time`."""
-    compute = inference.prefill_time(model, tokens, acc, dtype=dtype, n_gpus=n)
-    return CommCost(
-        compute, tp_comm_time(model, tokens, n, link, dtype=dtype, algorithm=algorithm)
+    """A ``tokens``-token prefill under TP-``n``: the compute bound beside its all-reduces.
+
+    Compute: :func:`helpers.inference.prefill_time` with ``link=None`` (the
+    even split, no communication); collectives:
+    :func:`helpers.inference.tp_allreduce_time` (Megatron-LM's two all-reduces
+    of the activations per layer, Shoeybi et al. 2019) over ``link``.
+    Llama-3-70B, 4,096 tokens, TP-8 over NVLink 4 (450 GB/s, 1 us per step),
+    ring: ``160 * (14 * 1e-6 + 1.75 * 4096 * 16384 / 450e9) = 44.0`` ms
+    beside a 73.6 ms bound.
+    """
+    compute = inference.prefill_time(
+        model, tokens, acc, dtype=dtype, n_gpus=n, link=None
     )
+    comm = inference.tp_allreduce_time(
+        model, tokens, acc, n_gpus=n, dtype=dtype, link=link, algorithm=algorithm
+    )
+    return CommCost(compute, comm)
 
 
 def tp_decode(
@@ -168,11 +159,12 @@ def tp_decode(
 ) -> CommCost:
     """One decode step of ``batch`` sequences under TP-``n``: its bound and its ``2 L`` all-reduces."""
     compute = inference.decode_step_time(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n
+        model, context, acc, batch=batch, dtype=dtype, n_gpus=n, link=None
     )
-    return CommCost(
-        compute, tp_comm_time(model, batch, n, link, dtype=dtype, algorithm=algorithm)
+    comm = inference.tp_allreduce_time(
+        model, batch, acc, n_gpus=n, dtype=dtype, link=link, algorithm=algorithm
     )
+    return CommCost(compute, comm)
 
 
 def ep_alltoall_times(
@@ -253,7 +245,9 @@ def cp_prefill(
     algorithm: str = "ring",
 ) -> CommCost:
     """A ``tokens``-token prefill split by context over ``n`` devices: compute bound beside :func:`cp_comm_time`."""
-    compute = inference.prefill_time(model, tokens, acc, dtype=dtype, n_gpus=n)
+    compute = inference.prefill_time(
+        model, tokens, acc, dtype=dtype, n_gpus=n, link=None
+    )
     return CommCost(
         compute, cp_comm_time(model, tokens, n, link, dtype=dtype, algorithm=algorithm)
     )

@@ -26,7 +26,8 @@ def test_tp_prefill_by_hand():
     each = 14e-6 + 1.75 * 4096 * 16384 / 450e9
     assert_allclose(cost.comm_s, 160 * each)
     assert_allclose(
-        cost.compute_s, inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8)
+        cost.compute_s,
+        inference.prefill_time("llama-3-70b", 4096, "H100", n_gpus=8, link=None),
     )
     assert_allclose(cost.share, 160 * each / cost.compute_s)
     assert cost.serial_s == cost.compute_s + cost.comm_s
@@ -46,7 +47,7 @@ def test_tp_decode_tree_has_fewer_steps():
 
 def test_tp_over_one_gpu_costs_nothing():
     """n = 1: no all-reduce."""
-    assert multigpu.tp_comm_time("llama-3-70b", 4096, 1, "nvlink4") == 0.0
+    assert multigpu.tp_prefill("llama-3-70b", 4096, "H100", 1, "nvlink4").comm_s == 0.0
 
 
 def test_ep_alltoall_matches_deepep_setting_by_hand():
@@ -86,12 +87,12 @@ def test_bad_input_named():
     """Bad sizes, counts, links and a dense model under EP name what is wrong."""
     with pytest.raises(ValueError, match="tokens"):
         multigpu.activation_bytes("llama-3-70b", 0)
-    with pytest.raises(ValueError, match="n"):
-        multigpu.tp_comm_time("llama-3-70b", 16, 0, "nvlink4")
+    with pytest.raises(ValueError, match="n_gpus"):
+        multigpu.tp_prefill("llama-3-70b", 16, "H100", 0, "nvlink4")
     with pytest.raises(KeyError, match="link"):
-        multigpu.tp_comm_time("llama-3-70b", 16, 8, "carrier pigeon")
+        multigpu.tp_prefill("llama-3-70b", 16, "H100", 8, "carrier pigeon")
     with pytest.raises(ValueError, match="algorithm"):
-        multigpu.tp_comm_time("llama-3-70b", 16, 8, "nvlink4", algorithm="star")
+        multigpu.tp_decode("llama-3-70b", 16, "H100", 8, "nvlink4", algorithm="star")
     with pytest.raises(ValueError, match="mixture-of-experts"):
         multigpu.ep_alltoall_times("llama-3-70b", 128, 8, "cx7")
     with pytest.raises(ValueError, match="tokens_per_device"):
