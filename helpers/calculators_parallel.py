@@ -75,13 +75,11 @@ def render_parallelism(
     ax.set_ylabel("time (ms)")
     plots.plain_log_ticks(ax)
     ax.legend(loc="upper left", fontsize=plots.SMALL)
-    device = f"{n} x {hardware.get_accelerator(acc).name}"
-    wire = hardware.get_link(link).name
+    unit = "sequences" if "decode" in strategy else "tokens"
     return (
-        f"**{strategy.capitalize()}** of {model} on {device} over {wire} ({algorithm}), "
-        f"{tokens:,} {'sequences' if 'decode' in strategy else 'tokens'}: "
-        f"compute at least {format_si(chosen.compute_s, 's')}, collectives "
-        f"{format_si(chosen.comm_s, 's')}, **{chosen.share:.0%} of the compute**.  \n"
+        f"At {tokens:,} {unit} the collectives take **{chosen.share:.0%} of the compute bound**. "
+        f"Compute: at least {format_si(chosen.compute_s, 's')}; collectives: "
+        f"{format_si(chosen.comm_s, 's')}.  \n"
         f"Serial: {format_si(chosen.serial_s, 's')}; fully overlapped: "
         f"{format_si(chosen.overlapped_s, 's')}."
     )
