@@ -188,7 +188,12 @@ def hit_rate_curve(
     block_tokens : int, optional
         The trace's own block size.
     """
-    caps = np.atleast_1d(np.asarray(capacities_tokens, dtype=float))
+    try:
+        caps = np.atleast_1d(np.asarray(capacities_tokens, dtype=float))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"capacities_tokens must be numbers, got {capacities_tokens!r}"
+        ) from exc
     if caps.size == 0:
         raise ValueError("capacities_tokens must not be empty")
     return np.array(

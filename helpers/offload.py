@@ -7,8 +7,12 @@ A decode step has two kinds of work (:func:`decode_split`):
   constant of the model, ``2 * gqa_group / bytes_per_element`` FLOP/byte
   for MHA/GQA with one query token per step (:func:`attention_intensity`),
   whatever the batch; multi-head latent attention raises it to about
-  ``4 * n_heads / bytes_per_element``, and ``s_q`` query tokens per step
-  (speculative decoding) multiply either by ``s_q``;
+  ``4 * h / bytes_per_element`` with ``h`` the heads one device runs (all
+  of them under data-parallel attention, ``n_heads / TP`` when tensor
+  parallelism shards the heads: ``heads_per_device``), and ``s_q`` query
+  tokens per step (speculative decoding) multiply either by ``s_q``;
+  :func:`kv_bytes_per_token_per_device` gives the KV bytes each device
+  stores under head-sharded TP (MLA's latent is replicated);
 * **the rest** (weight matmuls, lm_head, embedding rows; "linear" for
   short): the weights are read once for the whole batch, so the intensity
   grows with the batch.

@@ -176,3 +176,9 @@ def test_bad_input_is_named():
         belady.next_use("conversation")
     with pytest.raises(ValueError, match="capacities_tokens"):
         belady.hit_rate_curve(trace, [])
+
+
+def test_curve_names_non_numeric_capacities():
+    """A capacity that is not a number names the parameter."""
+    with pytest.raises(TypeError, match="capacities_tokens"):
+        belady.hit_rate_curve(make_trace([[1]]), ["lots"])
