@@ -41,6 +41,9 @@ Modules, one concept each:
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
 * :mod:`helpers.offload` -- attention offload to memory-rich devices
 * :mod:`helpers.cachesim` -- the Mooncake traces and prefix-cache hit rates
+* :mod:`helpers.multigpu` -- what parallelism costs a model: TP, EP, CP and PP collectives
+* :mod:`helpers.routing_sim` -- routing with copy-on-route replication of hot prefixes
+* :mod:`helpers.belady` -- Bélády's optimal replacement: the hit-rate bound beside LRU
 * :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
   prefill, and every request of a trace through a tier hierarchy
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,

@@ -7,8 +7,12 @@ A decode step has two kinds of work (:func:`decode_split`):
   constant of the model, ``2 * gqa_group / bytes_per_element`` FLOP/byte
   for MHA/GQA with one query token per step (:func:`attention_intensity`),
   whatever the batch; multi-head latent attention raises it to about
-  ``4 * n_heads / bytes_per_element``, and ``s_q`` query tokens per step
-  (speculative decoding) multiply either by ``s_q``;
+  ``4 * h / bytes_per_element`` with ``h`` the heads one device runs (all
+  of them under data-parallel attention, ``n_heads / TP`` when tensor
+  parallelism shards the heads: ``heads_per_device``), and ``s_q`` query
+  tokens per step (speculative decoding) multiply either by ``s_q``;
+  :func:`kv_bytes_per_token_per_device` gives the KV bytes each device
+  stores under head-sharded TP (MLA's latent is replicated);
 * **the rest** (weight matmuls, lm_head, embedding rows; "linear" for
   short): the weights are read once for the whole batch, so the intensity
   grows with the batch.
@@ -38,11 +42,12 @@ Inference with Attention Offloading", arXiv:2405.01814.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import _validate
 from .hardware import Accelerator, Link, dtype_bytes, get_link
-from .llm import ModelConfig, decode_cost, get_model
+from .llm import ModelConfig, decode_cost, get_model, kv_cache_bytes_per_token
 from .ops import Cost
 from .roofline import breakdown
 
@@ -106,30 +111,100 @@ def decode_split(
 
 
 def attention_intensity(
-    model: str | ModelConfig, *, dtype: str = "bf16", query_tokens: int = 1
+    model: str | ModelConfig,
+    *,
+    dtype: str = "bf16",
+    query_tokens: int = 1,
+    heads_per_device: int | None = None,
 ) -> float:
-    """Arithmetic intensity of decode attention in FLOP/byte (long contexts).
+    """Arithmetic intensity of decode attention on one device, in FLOP/byte (long contexts).
 
-    Per cached token and layer a sequence reads ``kv_elements_per_layer``
-    elements once, and each of its ``s_q = query_tokens`` new tokens spends
-    :meth:`~helpers.llm.ModelConfig.attention_flops_per_pair` FLOP on them
-    (absorbed form for MLA), so the intensity is
-    ``s_q * flops_per_pair / (kv_elements_per_layer * bytes)``:
+    Per cached token and layer a device reads the KV elements its query
+    heads need once, and each of its ``s_q = query_tokens`` new tokens spends
+    2 FLOP per multiply-accumulate on them for every one of its
+    ``h_d = heads_per_device`` query heads (absorbed form for MLA).
 
-    * MHA/GQA: ``4 q_dim s_q / (2 kv_dim b) = 2 * gqa_group * s_q / b``;
-      Llama-3-70B (group 8) in bf16 with one query token: 8 FLOP/byte;
-    * MLA: ``2 h (2 kv_lora + rope) s_q / ((kv_lora + rope) b)``, about
-      ``4 * n_heads * s_q / b`` (``2 h s_q`` in 16-bit); DeepSeek-V3 in bf16: 241.8 FLOP/byte, above
-      the ridge of an H20 (37) and close to an H100's (295): compute-bound
-      territory (FlashMLA's note puts the rule at ``2 h_q s_q``).
+    * MHA/GQA (group ``g`` query heads per KV head, head width ``d``): the
+      device reads ``ceil(h_d / g)`` KV heads, so the intensity is
+      ``4 d h_d s_q / (2 d ceil(h_d / g) b) = 2 h_d s_q / (ceil(h_d / g) b)``,
+      which is ``2 g s_q / b`` whenever ``h_d`` is a multiple of ``g``:
+      Llama-3-70B (group 8) in bf16 with one query token: 8 FLOP/byte on one
+      GPU or under TP-8 (8 query heads and 1 KV head per GPU) alike.
+    * MLA: every head scores the same latent and rotary key, so the device
+      reads the whole entry (``kv_lora + rope`` elements) whatever ``h_d``:
+      ``2 h_d (2 kv_lora + rope) s_q / ((kv_lora + rope) b)``, about
+      ``4 h_d s_q / b``. DeepSeek-V3 in bf16 with all 128 heads on one device
+      (data-parallel attention, as DeepSeek and SGLang deploy it):
+      ``2 * 128 * 1088 / 1152 = 241.8``, close to an H100's ridge (295);
+      head-sharded over TP-8, 16 heads per GPU: ``2 * 16 * 1088 / 1152 = 30.2``,
+      memory-bound. FlashMLA's note puts the rule at ``2 h_q s_q`` with
+      ``h_q`` the heads per GPU.
 
     No batch appears (each sequence reads its own cache), and no context
     either once it is long (the new tokens' own keys are neglected).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    dtype : str
+        KV cache dtype (sets ``b``, bytes per element).
+    query_tokens : int
+        New tokens per sequence per step, >= 1 (> 1 with speculative decoding).
+    heads_per_device : int, optional
+        Query heads one device computes, 1 to ``n_heads``; default all
+        (``n_heads / tensor_parallel`` for head-sharded tensor parallelism).
     """
     m = get_model(model)
     s_q = _validate.positive_int("query_tokens", query_tokens)
-    per_pair = m.attention_flops_per_pair(absorbed=True)
-    return s_q * per_pair / (m.kv_elements_per_layer * dtype_bytes(dtype))
+    h = m.n_heads
+    if heads_per_device is not None:
+        h = _validate.positive_int("heads_per_device", heads_per_device)
+        if h > m.n_heads:
+            raise ValueError(
+                f"heads_per_device must be at most the model's {m.n_heads} heads, got {h}"
+            )
+    per_pair = m.attention_flops_per_pair(absorbed=True) * h / m.n_heads
+    if m.mla is not None:
+        elements = float(m.kv_elements_per_layer)
+    else:
+        elements = m.kv_elements_per_layer * math.ceil(h / m.gqa_group) / m.n_kv_heads
+    return s_q * per_pair / (elements * dtype_bytes(dtype))
+
+
+def kv_bytes_per_token_per_device(
+    model: str | ModelConfig, *, dtype: str = "bf16", tensor_parallel: int = 1
+) -> float:
+    """KV cache bytes one device stores per token when attention is head-sharded over ``tensor_parallel`` devices.
+
+    MHA/GQA: the ``n_kv`` KV heads are split, each device holding
+    ``max(n_kv / TP, 1)`` of them (a KV head is replicated once TP exceeds
+    ``n_kv``), so the bytes are ``2 L d max(n_kv / TP, 1) b``: Llama-3-70B
+    (8 KV heads) under TP-8 stores ``327,680 / 8 = 40,960`` bytes per token
+    per GPU. MLA's latent is one "head" that every query head reads, so each
+    of the TP devices stores all of it, ``L (kv_lora + rope) b``: DeepSeek-V3
+    keeps ``61 * 576 * 2 = 70,272`` bytes per token on each GPU under any TP,
+    and a TP group of ``G`` GPUs holds ``G`` times fewer tokens than the same
+    GPUs under data-parallel attention (``tensor_parallel=1``: each sequence's
+    cache on the one device that runs its attention).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    dtype : str
+        KV cache dtype.
+    tensor_parallel : int
+        Devices that share each sequence's attention heads, >= 1, at most ``n_heads``.
+    """
+    m = get_model(model)
+    tp = _validate.positive_int("tensor_parallel", tensor_parallel)
+    if tp > m.n_heads:
+        raise ValueError(
+            f"tensor_parallel must be at most the model's {m.n_heads} heads, got {tp}"
+        )
+    full = kv_cache_bytes_per_token(m, dtype=dtype)
+    if m.mla is not None:
+        return full
+    return full * max(m.n_kv_heads / tp, 1) / m.n_kv_heads
 
 
 def layer_traffic_bytes(

@@ -325,3 +325,68 @@ def test_bad_input_names_the_parameter(call, param):
     """Bad input raises ValueError/KeyError/TypeError whose message names the parameter."""
     with pytest.raises((ValueError, KeyError, TypeError), match=param):
         call()
+
+
+def test_mla_intensity_under_tensor_parallelism_by_hand():
+    """Review H4: DeepSeek-V3 (128 heads, latent 512 + rope 64) reads the whole 576-element entry per token on every
+    device; absorbed, each head spends 2 * (576 + 512) = 2,176 FLOP on it. DP attention (128 heads on one GPU):
+    128 * 2176 / 1152 = 241.8 FLOP/byte; TP-8 (16 heads per GPU): 16 * 2176 / 1152 = 30.2; TP-128: 1.9."""
+    assert_allclose(
+        offload.attention_intensity("deepseek-v3", heads_per_device=16),
+        16 * 2176 / 1152,
+    )
+    assert_allclose(
+        offload.attention_intensity("deepseek-v3", heads_per_device=16), 30.2, rtol=2e-3
+    )
+    assert_allclose(
+        offload.attention_intensity("deepseek-v3", heads_per_device=128),
+        241.78,
+        rtol=1e-4,
+    )
+    assert_allclose(
+        offload.attention_intensity("deepseek-v3", heads_per_device=1), 2176 / 1152
+    )
+    # fp8 KV halves the bytes and doubles the intensity
+    assert_allclose(
+        offload.attention_intensity("deepseek-v3", dtype="fp8", heads_per_device=16),
+        16 * 2176 / 576,
+    )
+
+
+def test_gqa_intensity_under_tensor_parallelism_by_hand():
+    """Llama-3-70B: 64 query heads in 8 groups of 8, head width 128. TP-8 gives each GPU 8 query heads and its one
+    KV head: 2 * 8 / 2 = 8 FLOP/byte, as on one GPU. 4 heads per GPU (TP-16) still read a whole KV head:
+    4 * 4 * 128 / (2 * 128 * 2) = 4. 12 heads straddle two KV heads: 2 * 12 / (2 * 2) = 6."""
+    assert offload.attention_intensity("llama-3-70b", heads_per_device=8) == 8.0
+    assert offload.attention_intensity("llama-3-70b", heads_per_device=4) == 4.0
+    assert offload.attention_intensity("llama-3-70b", heads_per_device=12) == 6.0
+
+
+def test_kv_bytes_per_device_by_hand():
+    """Llama-3-70B bf16: 2 * 80 layers * 8 KV heads * 128 * 2 B = 327,680 B per token, split 8 ways under TP-8
+    (40,960 B) and replicated beyond: TP-16 still stores one KV head, 40,960 B. DeepSeek-V3's latent,
+    61 * 576 * 2 = 70,272 B, is stored whole on every GPU under any TP."""
+    assert offload.kv_bytes_per_token_per_device("llama-3-70b") == 327_680
+    assert (
+        offload.kv_bytes_per_token_per_device("llama-3-70b", tensor_parallel=8)
+        == 40_960
+    )
+    assert (
+        offload.kv_bytes_per_token_per_device("llama-3-70b", tensor_parallel=16)
+        == 40_960
+    )
+    for tp in (1, 8, 16):
+        assert (
+            offload.kv_bytes_per_token_per_device("deepseek-v3", tensor_parallel=tp)
+            == 61 * 576 * 2
+        )
+
+
+def test_heads_per_device_bad_input_named():
+    """Zero, too many or non-integer heads, and TP beyond the heads, name their parameter."""
+    for bad in (0, 129, 2.5):
+        with pytest.raises((ValueError, TypeError), match="heads_per_device"):
+            offload.attention_intensity("deepseek-v3", heads_per_device=bad)
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match="tensor_parallel"):
+            offload.kv_bytes_per_token_per_device("llama-3-70b", tensor_parallel=bad)

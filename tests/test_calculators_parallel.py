@@ -1,0 +1,39 @@
+"""Tests for :mod:`helpers.calculators_parallel`: chapter 10's calculator wires multigpu to its controls."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from helpers import calculators_parallel as cp
+from helpers import multigpu, plots
+
+
+@pytest.fixture
+def ax():
+    fig, axes = plots.new_figure()
+    yield axes
+    plots.plt.close(fig)
+
+
+def test_every_render_argument_has_a_control():
+    """The builder's controls are exactly render_parallelism's arguments after ax."""
+    wanted = list(inspect.signature(cp.render_parallelism).parameters)[1:]
+    assert list(cp.parallelism().controls) == wanted
+
+
+def test_default_summary_reports_the_multigpu_share(ax):
+    """At the defaults the summary prints multigpu.tp_prefill's share (60 %, derived in test_multigpu)."""
+    values = cp.parallelism().values()
+    text = cp.render_parallelism(ax, **values)
+    share = multigpu.tp_prefill("llama-3-70b", 4096, "H100", 8, "nvlink4").share
+    assert f"**{share:.0%} of the compute bound**" in text
+    assert "60%" in text
+
+
+def test_bad_strategy_is_named(ax):
+    """An unknown strategy names the parameter."""
+    values = cp.parallelism().values() | {"strategy": "diagonal"}
+    with pytest.raises(ValueError, match="strategy"):
+        cp.render_parallelism(ax, **values)
