@@ -37,7 +37,7 @@ def test_objectives_box_follows_the_title(path):
 def test_chapter_has_a_drawn_diagram_with_alt_text(path):
     """At least one {figure} of a committed SVG (and its PNG for the PDF), with a sentence of alt text and a caption."""
     figures = re.findall(
-        r"```\{figure\} figures/(\S+)\.\*\n:alt: (.+)\n:name: \S+\n\n(.+)\n```",
+        r"```\{figure\} figures/(\S+)\.\*\n:alt: (.+)\n:name: \S+\n:target: \S+\n\n(.+)\n```",
         "\n".join(_src(c) for c in _cells(path) if c["cell_type"] == "markdown"),
     )
     assert figures, f"{path.name}: no drawn diagram"

@@ -41,8 +41,11 @@ def objectives(able: list[str], need: str) -> str:
 def figure(name: str, label: str, alt: str, caption: str) -> str:
     assert (ROOT / "chapters" / "figures" / f"{name}.svg").exists(), name
     assert (ROOT / "chapters" / "figures" / f"{name}.png").exists(), name
+    # The HTML picks the SVG (the PDF the PNG); a tap on it opens the SVG at its natural size, where a
+    # phone shows its text at full size (Sphinx copies every image into the site's _images/).
     return (
-        f"```{{figure}} figures/{name}.*\n:alt: {alt}\n:name: {label}\n\n{caption}\n```"
+        f"```{{figure}} figures/{name}.*\n:alt: {alt}\n:name: {label}\n"
+        f":target: ../_images/{name}.svg\n\n{caption}\n```"
     )
 
 
