@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from helpers import bench, cachesim, inference, llm, tiers  # noqa: E402
+from helpers import bench, cachesim, inference, llm, tiers, traces  # noqa: E402
 from helpers.formatting import format_si, markdown_table  # noqa: E402
 from helpers.prefix_reuse import replay_prefill  # noqa: E402
 
@@ -77,8 +77,8 @@ def run_section(
     ``targets`` holds ``(name, value, op, threshold, unit)`` tuples (``benchmarks/run.py``'s ``Target`` fields).
     """
     shared = ROOT.parent / "shared" / "data" / "mooncake-traces"
-    if not os.environ.get(cachesim.ENV_VAR) and shared.is_dir():
-        os.environ[cachesim.ENV_VAR] = str(shared)
+    if not os.environ.get(traces.ENV_VAR) and shared.is_dir():
+        os.environ[traces.ENV_VAR] = str(shared)
     capacity = POOL_BYTES / llm.kv_cache_bytes_per_token(MODEL, dtype="bf16")
     grid = np.geomspace(512, 3e8, 300)
     levels = _hierarchy()
@@ -103,7 +103,7 @@ def run_section(
     rows = []
     targets = []
     for name in names:
-        load_s, _, trace = _best_of(lambda: cachesim.load_trace(name), 1)
+        load_s, _, trace = _best_of(lambda: traces.load_trace(name), 1)
         direct_s, direct_all, stats = _best_of(
             lambda: cachesim.simulate_prefix_cache(trace, capacity), rounds
         )

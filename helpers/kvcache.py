@@ -25,7 +25,7 @@ Real links deliver less than their line rate, and Mooncake notes that its
 transfer stages do not overlap perfectly; both are explicit parameters here
 (``efficiency`` of :func:`transfer_time`, ``overlap`` and ``efficiency`` of
 :func:`reuse_bandwidth_threshold`), with the paper's measurements in
-:data:`MOONCAKE_TRANSFER_ENGINE`.
+:data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 
 from . import _validate
+from ._moved import forwarder
 from .hardware import Accelerator, Link, get_link
 from .inference import prefill_time
 from .llm import (
@@ -91,19 +92,6 @@ class MeasuredTransfer:
         return self.achieved / self.line_rate
 
 
-_MOONCAKE_FIG12 = (
-    "Qin et al., Mooncake, FAST'25, section 5.4.1 and Fig. 12 (40 GB transfers)"
-)
-
-MOONCAKE_TRANSFER_ENGINE: tuple[MeasuredTransfer, ...] = (
-    MeasuredTransfer("4 x 200 Gb/s RDMA NICs", 4 * 200e9 / 8, 87e9, _MOONCAKE_FIG12),
-    MeasuredTransfer("8 x 400 Gb/s RDMA NICs", 8 * 400e9 / 8, 190e9, _MOONCAKE_FIG12),
-)
-"""Mooncake's Transfer Engine: 87 GB/s on 4 x 200 Gb/s (87 % of line rate) and
-190 GB/s on 8 x 400 Gb/s (47.5 %). Measured by the paper's authors on their
-testbed, not in this book."""
-
-
 def link_time(
     nbytes: float, link: str | Link, *, n_links: int = 1, efficiency: float = 1.0
 ) -> float:
@@ -115,7 +103,7 @@ def link_time(
     tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
     ``as_link``). ``efficiency`` in (0, 1] is the share of the line rate a
     transfer actually gets (1 = line rate, the most favourable case for
-    fetching; Mooncake measured 0.87 and 0.475, :data:`MOONCAKE_TRANSFER_ENGINE`).
+    fetching; Mooncake measured 0.87 and 0.475, :data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`).
 
     Examples
     --------
@@ -175,7 +163,7 @@ def reuse_bandwidth_threshold(
       stages demands (1 = the paper's Eq. 2; its Fig. 13 puts the knee of
       TTFT near 100 Gb/s, about 2x Eq. 2's value for its testbed);
     * ``efficiency`` (0, 1]: the share of the line rate the transfer engine
-      reaches (:data:`MOONCAKE_TRANSFER_ENGINE`).
+      reaches (:data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`).
 
     Parameters
     ----------
@@ -557,3 +545,9 @@ def best_split(
     best = min(candidates, key=lambda r: (max(recompute(r), fetch(r)), r))
     r_s, f_s = recompute(best), fetch(best)
     return Split(best, n - best, max(r_s, f_s), r_s, f_s)
+
+
+__getattr__ = forwarder(
+    __name__,
+    {"MOONCAKE_TRANSFER_ENGINE": "helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE"},
+)

@@ -665,3 +665,39 @@ def decode_cost(
     bytes_ += batch * s * m.d_model * width
     bytes_ += batch * (context + s) * kv_cache_bytes_per_token(m, dtype=dtype)
     return Cost(float(flops), float(bytes_))
+
+
+def prefill_flops_saved(model: str | ModelConfig, hit_tokens: object) -> np.ndarray:
+    """Prefill FLOP not spent because the first ``hit_tokens`` of a prompt came from the cache.
+
+    With this module's counting rules, a prompt of ``L`` tokens
+    costs ``L`` tokens of weight matmuls plus causal attention over
+    ``L (L + 1) / 2`` query-key pairs. Given a cached prefix of ``h`` tokens,
+    only the last ``L - h`` tokens run: their matmuls, and their attention
+    over all ``L`` keys (``L (L + 1) / 2 - h (h + 1) / 2`` pairs). The
+    difference does not depend on ``L``:
+
+    ``saved(h) = h * linear_flops_per_token + attention_flops(h (h + 1) / 2)``,
+
+    which is ``prefill_cost(model, h).flops`` without the lm_head of the
+    last token (still computed for the suffix).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    hit_tokens : int or array of int
+        Cached prefix length of each request, tokens (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of float
+        FLOP saved per request (same shape as ``hit_tokens``).
+    """
+    m = get_model(model)
+    try:
+        h = np.asarray(hit_tokens, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"hit_tokens must be numbers, got {hit_tokens!r}") from exc
+    if np.any(~np.isfinite(h)) or np.any(h < 0):
+        raise ValueError("hit_tokens must be finite and >= 0")
+    return h * linear_flops_per_token(m) + attention_flops(m, h * (h + 1) / 2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import pytest
 
-from helpers import cachesim, hardware, inference, kvcache, llm
+from helpers import cachesim, hardware, inference, kvcache, llm, traces
 from helpers import calculators as cs
 
 ERROR = "**Input error:**"
@@ -26,7 +26,7 @@ def _summary(calc, **values):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return cachesim.load_trace("tiny")
+    return traces.load_trace("tiny")
 
 
 # ---------------------------------------------------------------------------

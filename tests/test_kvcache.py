@@ -18,10 +18,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, tiers
+from helpers import inference, papers, tiers
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
-    MOONCAKE_TRANSFER_ENGINE,
     best_split,
     breakeven,
     breakeven_tokens,
@@ -571,7 +570,7 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
     """Mooncake's Transfer Engine: 87 GB/s of 100 (4 x 200 Gb/s) and 190 of 400 (8 x 400 Gb/s), Fig. 12.
     The Eq. 2 floor (5.86 GB/s at 8,192 tokens on 8 x A800, a = 4, b = 22) scaled by overlap 2 and efficiency
     0.475 needs 5.86 * 2 / 0.475 = 24.7 GB/s of line rate; the fetch time divides by the efficiency."""
-    effs = [t.efficiency for t in MOONCAKE_TRANSFER_ENGINE]
+    effs = [t.efficiency for t in papers.MOONCAKE_FIG12_TRANSFER_ENGINE]
     assert_allclose(effs, [0.87, 0.475])
     floor = reuse_bandwidth_threshold(
         "llama-3-70b", 8192, 8 * 312e12, coefficients=(4.0, 22.0)

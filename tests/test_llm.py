@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from toy_models import TINY
 
-from helpers import cachesim, inference, llm
+from helpers import inference, llm
 from helpers.llm import (
     attention_flops,
     decode_cost,
@@ -360,9 +360,7 @@ def test_prefill_cost_uses_attention_flops(tokens, model):
         + lm_head
     )
     assert_allclose(prefill_cost(m, tokens).flops, expected, rtol=1e-12)
-    assert_allclose(
-        cachesim.prefill_flops_saved(m, tokens), expected - lm_head, rtol=1e-12
-    )
+    assert_allclose(llm.prefill_flops_saved(m, tokens), expected - lm_head, rtol=1e-12)
 
 
 # --- the catalog ------------------------------------------------------------------------------
@@ -535,3 +533,34 @@ def test_speculative_decoding_raises_intensity():
     assert 3.99 < four.flops / one.flops < 4.01
     assert 1.0 < four.bytes / one.bytes < 1.001
     assert 3.99 < four.intensity / one.intensity < 4.01
+
+
+# ---------------------------------------------------------------------------
+# compute saved
+# ---------------------------------------------------------------------------
+
+
+@given(st.integers(1, 40_000), st.sampled_from(["llama-3-70b", "llama-2-7b"]))
+def test_prefill_flops_saved_is_prefix_prefill_without_lm_head(h, model):
+    """Saved FLOP for an h-token cached prefix = prefill_cost(h) minus the last token's lm_head (helpers.llm rules)."""
+    m = llm.get_model(model)
+    expected = llm.prefill_cost(model, h).flops - 2.0 * m.d_model * m.vocab_size
+    assert_allclose(llm.prefill_flops_saved(model, h), expected, rtol=1e-12)
+
+
+def test_prefill_flops_saved_is_full_minus_suffix():
+    """Full prefill minus the suffix-only cost (its tokens attend to all L keys) equals the saved FLOP."""
+    m = llm.get_model("llama-3-70b")
+    L, h = 12_000, 5_120
+    attention = lambda pairs: 4.0 * m.n_layers * m.q_dim * pairs  # noqa: E731
+    full = L * llm.linear_flops_per_token(m) + attention(L * (L + 1) / 2)
+    suffix = (L - h) * llm.linear_flops_per_token(m) + attention(
+        L * (L + 1) / 2 - h * (h + 1) / 2
+    )
+    assert_allclose(
+        llm.prefill_flops_saved(m, [0, h]), [0.0, full - suffix], rtol=1e-12
+    )
+    with pytest.raises(ValueError, match="hit_tokens"):
+        llm.prefill_flops_saved(m, [-1])
+    with pytest.raises(KeyError, match="model"):
+        llm.prefill_flops_saved("gpt-5", [1])

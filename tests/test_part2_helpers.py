@@ -23,6 +23,7 @@ from helpers import (
     llm,
     offload,
     tiers,
+    traces,
 )
 
 # ---------------------------------------------------------------------------
@@ -202,7 +203,7 @@ def abc_trace(tmp_path):
         tmp_path / "abc_trace.jsonl",
         [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
     )
-    return cachesim.load_trace(path)
+    return traces.load_trace(path)
 
 
 def test_capacity_for_fraction_by_hand(abc_trace):
@@ -217,7 +218,7 @@ def test_capacity_for_fraction_by_hand(abc_trace):
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9, 0.99, 1.0])
 def test_capacity_for_fraction_is_the_smallest_that_reaches_it(fraction):
     """On the bundled trace: the capacity reaches the share of the ceiling, one block less does not."""
-    sd = cachesim.stack_distances(cachesim.load_trace("tiny"))
+    sd = cachesim.stack_distances(traces.load_trace("tiny"))
     ceiling = cachesim.hit_rate_curve(sd, [math.inf])[0]
     c = cachesim.capacity_for_fraction(sd, fraction)
     assert c % sd.block_tokens == 0
@@ -230,7 +231,7 @@ def test_capacity_for_fraction_is_the_smallest_that_reaches_it(fraction):
 
 def test_capacity_for_fraction_edge_cases(tmp_path):
     """A trace without repeats needs no cache (0); the fraction must lie in (0, 1]."""
-    fresh = cachesim.load_trace(
+    fresh = traces.load_trace(
         _write(tmp_path / "fresh_trace.jsonl", [(512, [0]), (512, [1])])
     )
     assert cachesim.capacity_for_fraction(fresh, 1.0) == 0.0
@@ -242,42 +243,42 @@ def test_capacity_for_fraction_edge_cases(tmp_path):
 def test_trace_prefill_flops_adds_every_prompt(abc_trace, tmp_path):
     """The no-cache prefill FLOP of a trace is the sum over its prompts, repeated lengths included."""
     expected = sum(llm.prefill_cost("llama-3-8b", n).flops for n in (1536, 1024, 2048))
-    assert cachesim.trace_prefill_flops(abc_trace, "llama-3-8b") == pytest.approx(
+    assert traces.trace_prefill_flops(abc_trace, "llama-3-8b") == pytest.approx(
         expected
     )
-    twice = cachesim.load_trace(
+    twice = traces.load_trace(
         _write(tmp_path / "twice_trace.jsonl", [(100, [0]), (100, [0])])
     )
-    assert cachesim.trace_prefill_flops(twice, "llama-3-8b") == pytest.approx(
+    assert traces.trace_prefill_flops(twice, "llama-3-8b") == pytest.approx(
         2 * llm.prefill_cost("llama-3-8b", 100).flops
     )
     with pytest.raises(TypeError, match="trace"):
-        cachesim.trace_prefill_flops("tiny", "llama-3-8b")
+        traces.trace_prefill_flops("tiny", "llama-3-8b")
 
 
 def test_load_traces_returns_the_named_traces():
     """Available traces come back by name, in order (a single name is accepted as a string)."""
-    traces = cachesim.load_traces(["tiny"])
-    assert list(traces) == ["tiny"] and traces["tiny"].n_requests == 16
-    assert list(cachesim.load_traces("tiny")) == ["tiny"]
+    loaded = traces.load_traces(["tiny"])
+    assert list(loaded) == ["tiny"] and loaded["tiny"].n_requests == 16
+    assert list(traces.load_traces("tiny")) == ["tiny"]
     with pytest.raises(ValueError, match="names"):
-        cachesim.load_traces([])
+        traces.load_traces([])
 
 
 def test_load_traces_falls_back_to_the_sample_with_a_warning(monkeypatch):
     """If an open trace cannot be loaded (offline), every cell still runs on the bundled sample,
     and the warning says why."""
-    real = cachesim.load_trace
+    real = traces.load_trace
 
     def offline(name):
         if name == "tiny":
             return real(name)
         raise FileNotFoundError(f"trace {name!r} is not on this machine")
 
-    monkeypatch.setattr(cachesim, "load_trace", offline)
+    monkeypatch.setattr(traces, "load_trace", offline)
     with pytest.warns(UserWarning, match="tiny"):
-        traces = cachesim.load_traces(["conversation", "synthetic"])
-    assert list(traces) == ["tiny"]
+        loaded = traces.load_traces(["conversation", "synthetic"])
+    assert list(loaded) == ["tiny"]
 
 
 # ---------------------------------------------------------------------------

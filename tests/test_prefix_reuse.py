@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import cachesim, hardware, inference, llm, tiers
+from helpers import cachesim, hardware, inference, llm, tiers, traces
 from helpers.prefix_reuse import (
     ReplayedPrefill,
     prefill_with_prefix,
@@ -43,7 +43,7 @@ def model() -> TinyGPT:
 
 @pytest.fixture(scope="module")
 def tiny_trace() -> cachesim.Trace:
-    return cachesim.load_trace("tiny")
+    return traces.load_trace("tiny")
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, kvcache, tiers
+from helpers import inference, kvcache, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
 
@@ -240,7 +240,7 @@ def test_plan_chunks_is_what_tiered_prefill_does(n, counts, n_gpus):
 def test_trace_fractions_match_cachesim():
     """trace_fractions passes each tier's token capacity to cachesim.tier_hit_fractions (bundled tiny trace)."""
     cachesim = pytest.importorskip("helpers.cachesim")
-    trace = cachesim.load_trace("tiny")
+    trace = traces.load_trace("tiny")
     small = tiers.Tier("small", 2048 * kv_cache_bytes_per_token(M), 1e12)
     large = tiers.Tier("large", 8192 * kv_cache_bytes_per_token(M), 1e11)
     got = tiers.trace_fractions(trace, [small, large], M)

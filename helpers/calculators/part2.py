@@ -36,6 +36,7 @@ from .. import (
     tiers,
 )
 from ..formatting import format_si
+from ..traces import trace_prefill_flops
 from ..widgets import Calculator
 from . import _controls
 
@@ -259,7 +260,7 @@ def transfer_or_recompute() -> Calculator:
 _stack_distances = functools.cache(cachesim.stack_distances)
 """Stack distances of a (trace, block size), computed once: a calculator redraws instantly."""
 
-_trace_prefill_flops = functools.cache(cachesim.trace_prefill_flops)
+_trace_prefill_flops = functools.cache(trace_prefill_flops)
 """Prefill FLOP of a (trace, model) without a cache, computed once."""
 
 
@@ -291,9 +292,7 @@ def render_kv_pool(
     hit, ceiling = cachesim.hit_rate_curve(
         sd, [capacity, math.inf], block_tokens=block_tokens
     )
-    saved = cachesim.prefill_flops_saved(
-        model_name, sd.request_hit_tokens(capacity)
-    ).sum()
+    saved = llm.prefill_flops_saved(model_name, sd.request_hit_tokens(capacity)).sum()
     total = _trace_prefill_flops(traces[trace], model_name)
     sizes = np.geomspace(1e-3, 1e3, 200)  # TB
     curve = cachesim.hit_rate_curve(
