@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _validate
 from ._moved import forwarder
+from ._search import first_true, last_true
 from .hardware import Accelerator, Link, get_link
 from .inference import prefill_time
 from .llm import (
@@ -372,14 +373,7 @@ def breakeven_tokens(
     if margin(lowest) >= 0:
         return 1
     # margin(lowest) < 0 <= margin(max_tokens), and margin rises in between
-    lo, hi = lowest, max_tokens
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if margin(mid) >= 0:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return first_true(lambda n: margin(n) >= 0, lowest, max_tokens)
 
 
 def recompute_window(
@@ -426,14 +420,7 @@ def recompute_window(
     if margin(last) >= 0:
         return None
     # recomputing wins on one interval ending at ``last``: find its first length
-    lo, hi = 1, last
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if margin(mid) < 0:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo, last
+    return first_true(lambda n: margin(n) < 0, 1, last), last
 
 
 def pipelined_time(
@@ -531,16 +518,7 @@ def best_split(
             model, n - r, link, dtype=dtype, n_links=n_links, efficiency=efficiency
         )
 
-    lo, hi = 0, n  # recompute(lo) <= fetch(lo); find the last such r
-    if recompute(n) <= fetch(n):
-        lo = n
-    else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if recompute(mid) <= fetch(mid):
-                lo = mid
-            else:
-                hi = mid
+    lo = last_true(lambda r: recompute(r) <= fetch(r), 0, n)  # recompute(0) = 0
     candidates = {lo, min(lo + 1, n)}
     best = min(candidates, key=lambda r: (max(recompute(r), fetch(r)), r))
     r_s, f_s = recompute(best), fetch(best)
