@@ -40,7 +40,7 @@ import numpy as np
 from . import _validate
 from ._moved import forwarder
 from ._search import first_true, last_true
-from .hardware import Accelerator, Link, get_link
+from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time
 from .llm import (
     ModelConfig,
@@ -270,6 +270,79 @@ def hidden_size_constant(
         return linear_flops_per_token(m) / (m.d_model * per_token)
     flops = prefill_cost(m, tokens, dtype=dtype).flops
     return flops / (kv_cache_bytes(m, tokens, dtype=dtype) * m.d_model)
+
+
+@dataclass(frozen=True)
+class HiddenSizeRule:
+    """The hidden-size rule's verdict for one model, compute rate and link.
+
+    Attributes
+    ----------
+    compute_per_byte : float
+        ``mu P / W``: FLOP the GPUs compute in the time the links move one byte (FLOP/byte).
+    threshold : float
+        ``c d``: FLOP it takes to recompute one byte of KV cache
+        (:func:`hidden_size_constant` times ``d_model``; FLOP/byte).
+    verdict : Verdict
+        ``"transfer"`` iff ``compute_per_byte < threshold``.
+    speedup : float
+        How many times faster the winner is, ``max / min`` of the two (>= 1).
+    """
+
+    compute_per_byte: float
+    threshold: float
+    verdict: Verdict
+    speedup: float
+
+
+def _compute_rate(acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> float:
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    mfu = _validate.fraction("mfu", mfu)
+    return mfu * n_gpus * get_accelerator(acc).flops(dtype)
+
+
+def hidden_size_rule(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    link: str | Link,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 1.0,
+    n_gpus: int = 1,
+    n_links: int = 1,
+) -> HiddenSizeRule:
+    """The source text's rule of thumb: fetch a KV cache when ``mu P / W < c d``, else recompute it.
+
+    ``mu P`` is the FLOP/s the ``n_gpus`` GPUs sustain (``mfu`` of the
+    ``dtype`` peak), ``W`` the bandwidth of ``n_links`` links (line rate, no
+    latency), ``c d`` the FLOP per byte of recomputing a token's KV with the
+    linear layers only (:func:`hidden_size_constant`): short prefixes, where
+    attention is negligible and the prefill is compute-bound. The full model
+    is :func:`breakeven`; this is its limit, as the tests check.
+    """
+    m = get_model(model)
+    n_links = _validate.positive_int("n_links", n_links)
+    rate = _compute_rate(acc, dtype, n_gpus, mfu)
+    ratio = rate / (n_links * get_link(link).bandwidth)
+    threshold = hidden_size_constant(m, dtype=dtype) * m.d_model
+    verdict: Verdict = "transfer" if ratio < threshold else "recompute"
+    return HiddenSizeRule(
+        ratio, threshold, verdict, max(ratio, threshold) / min(ratio, threshold)
+    )
+
+
+def rule_bandwidth(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 1.0,
+    n_gpus: int = 1,
+) -> float:
+    """The link bandwidth (bytes/s) at which :func:`hidden_size_rule` breaks even: ``B = mu P / (c d)``."""
+    m = get_model(model)
+    rate = _compute_rate(acc, dtype, n_gpus, mfu)
+    return rate / (hidden_size_constant(m, dtype=dtype) * m.d_model)
 
 
 @dataclass(frozen=True)

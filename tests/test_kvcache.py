@@ -18,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, papers, tiers
+from helpers import inference, kvcache, papers, tiers
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
     best_split,
@@ -136,8 +136,10 @@ def test_hidden_size_rule_agrees_with_breakeven(model, device, ratio):
     peak = get_accelerator(device).flops("bf16")
     c_d = hidden_size_constant(m) * m.d_model
     bandwidth = peak / (c_d * ratio)  # so F / B = ratio * c d
-    rule = "transfer" if peak / bandwidth < c_d else "recompute"
-    assert breakeven(m, 1024, device, _link(bandwidth)).verdict == rule
+    rule = kvcache.hidden_size_rule(m, device, _link(bandwidth))
+    assert rule.threshold == pytest.approx(c_d, rel=1e-12)
+    assert rule.compute_per_byte == pytest.approx(ratio * c_d, rel=1e-9)
+    assert breakeven(m, 1024, device, _link(bandwidth)).verdict == rule.verdict
 
 
 def test_kv_bytes_and_transfer_time_linear_plus_latency():
@@ -595,3 +597,27 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
         reuse_bandwidth_threshold("llama-3-70b", 8192, 1e15, overlap=0.5)
     with pytest.raises(ValueError, match="efficiency"):
         transfer_time("llama-3-70b", 10, "cx7", efficiency=0)
+
+
+def test_hidden_size_rule_by_hand():
+    """Llama-2-7B: d = 4,096, 32 layers, gated MLP of 11,008. Linear FLOP per token
+    2 x 32 x (4 d^2 + 3 d d_ff) = 12,952,010,752; KV bytes per token 2 x 32 x 4,096 x 2 = 524,288;
+    so c d = 24,704 FLOP/byte. An A100 at 220 TFLOP/s (the article's mu P) over 100 GbE
+    (12.5 GB/s): mu P / W = 17,600 < 24,704, so fetch, 24,704 / 17,600 = 1.40x faster. The
+    rule's break-even bandwidth is 220e12 / 24,704 = 8.905 GB/s; two links halve mu P / W."""
+    mfu = 220e12 / get_accelerator("a100").flops("bf16")
+    rule = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", mfu=mfu)
+    assert rule.threshold == pytest.approx(24_704, rel=1e-12)
+    assert rule.compute_per_byte == pytest.approx(17_600, rel=1e-12)
+    assert rule.verdict == "transfer" and rule.speedup == pytest.approx(24_704 / 17_600)
+    assert kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=mfu) == pytest.approx(
+        220e12 / 24_704, rel=1e-12
+    )
+    two = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", mfu=mfu, n_links=2)
+    assert two.compute_per_byte == pytest.approx(8_800, rel=1e-12)
+    slow = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", n_gpus=4)
+    assert slow.verdict == "recompute"  # 4 x 312e12 / 12.5e9 = 99,840 > 24,704
+    with pytest.raises(ValueError, match="mfu"):
+        kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=0.0)
+    with pytest.raises(ValueError, match="n_links"):
+        kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", n_links=0)
