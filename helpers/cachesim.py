@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -267,10 +267,12 @@ class StackDistances:
     n_requests: int
     input_tokens: int
     distinct_blocks: int
+    _sorted: np.ndarray = field(init=False, repr=False)
+    _cum_tokens: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for field in ("distances", "weights", "request"):
-            getattr(self, field).setflags(write=False)
+        for name in ("distances", "weights", "request"):
+            getattr(self, name).setflags(write=False)
         order = np.argsort(self.distances, kind="stable")
         object.__setattr__(self, "_sorted", self.distances[order])
         object.__setattr__(

@@ -154,11 +154,11 @@ def resnet50_roofline(
                 flops=cost.flops,
                 bytes=cost.bytes,
                 intensity=cost.intensity,
-                attainable=ceiling,
+                attainable=float(ceiling),
                 seconds=parts.seconds,
                 bound=parts.bound,
                 crossing_batch=crossing_batch(
-                    lambda b, layer=layer: layer_cost(layer, b, dtype=dtype),
+                    lambda b, layer=layer: layer_cost(layer, b, dtype=dtype),  # type: ignore[misc]
                     device,
                     dtype=dtype,
                 ),

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -50,6 +50,16 @@ from .llm import (
     linear_flops_per_token,
     prefill_cost,
 )
+
+
+class _AsLink(Protocol):
+    """Anything that can stand for a link, such as a cache tier (:class:`helpers.tiers.Tier`)."""
+
+    def as_link(self) -> Link: ...
+
+
+LinkLike = str | Link | _AsLink
+"""A catalog link, its name, or an object with ``as_link()`` (a tier)."""
 
 Verdict = Literal["transfer", "recompute"]
 """Which way a KV cache should reach the GPU."""
@@ -94,7 +104,7 @@ class MeasuredTransfer:
 
 
 def link_time(
-    nbytes: float, link: str | Link, *, n_links: int = 1, efficiency: float = 1.0
+    nbytes: float, link: LinkLike, *, n_links: int = 1, efficiency: float = 1.0
 ) -> float:
     """Seconds to move ``nbytes`` bytes over ``n_links`` copies of ``link``.
 
@@ -111,7 +121,7 @@ def link_time(
     >>> round(link_time(1e9, "100 GbE NIC", efficiency=0.87) * 1e3, 1)
     92.0
     """
-    chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
+    chosen = link.as_link() if not isinstance(link, (str, Link)) else get_link(link)
     nbytes = _validate.non_negative("nbytes", nbytes)
     n_links = _validate.positive_int("n_links", n_links)
     efficiency = _validate.fraction("efficiency", efficiency)
@@ -121,7 +131,7 @@ def link_time(
 def transfer_time(
     model: str | ModelConfig,
     tokens: int,
-    link: str | Link,
+    link: LinkLike,
     *,
     dtype: str = "bf16",
     n_links: int = 1,

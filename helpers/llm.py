@@ -528,7 +528,7 @@ def weights_read_bytes(
     width = dtype_bytes(dtype)
     experts = 0.0
     if m.moe is not None:
-        experts = m.moe.n_shared + expected_experts_touched(m, tokens)
+        experts = m.moe.n_shared + float(expected_experts_touched(m, tokens))
     return m._blocks(experts) * width + _lm_head_bytes(m, width)
 
 
@@ -599,7 +599,7 @@ def attention_crossover_keys(model: str | ModelConfig) -> float:
     keys (context), the weight matmuls cost more than attention. For
     Llama-2-7B, ``2 * 6.48e9 / (4 * 32 * 4096) = 24,704`` keys.
     """
-    return linear_flops_per_token(model) / attention_flops(model, 1)
+    return linear_flops_per_token(model) / float(attention_flops(model, 1))
 
 
 def _lm_head_bytes(m: ModelConfig, width: int) -> float:
@@ -623,7 +623,7 @@ def prefill_cost(
     width = dtype_bytes(dtype)
     n = batch * tokens
     flops = n * linear_flops_per_token(m)
-    flops += batch * attention_flops(m, tokens * (tokens + 1) / 2)
+    flops += batch * float(attention_flops(m, tokens * (tokens + 1) / 2))
     flops += batch * 2.0 * m.d_model * m.vocab_size
     bytes_ = weights_read_bytes(m, n, dtype=dtype)
     bytes_ += n * m.d_model * width  # embedding rows
@@ -660,7 +660,7 @@ def decode_cost(
     width = dtype_bytes(dtype)
     pairs = s * context + s * (s + 1) / 2
     flops = batch * s * (linear_flops_per_token(m) + 2.0 * m.d_model * m.vocab_size)
-    flops += batch * attention_flops(m, pairs, absorbed=True)
+    flops += batch * float(attention_flops(m, pairs, absorbed=True))
     bytes_ = weights_read_bytes(m, batch * s, dtype=dtype)
     bytes_ += batch * s * m.d_model * width
     bytes_ += batch * (context + s) * kv_cache_bytes_per_token(m, dtype=dtype)

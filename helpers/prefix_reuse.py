@@ -252,7 +252,9 @@ class ReplayedPrefill:
     @property
     def prefetched_s(self) -> np.ndarray:
         """Per request: layer-wise prefetch (:func:`helpers.kvcache.pipelined_time`)."""
-        return tiers.pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
+        return np.asarray(
+            tiers.pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
+        )
 
     def saved_fraction(self, prefetch: bool = False) -> float:
         """Share of the trace's no-cache prefill time the cache saves (summed over requests)."""

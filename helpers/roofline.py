@@ -44,8 +44,10 @@ Roof = Literal["tensor", "vector"]
 class HasCost(Protocol):
     """Anything with ``flops`` (FLOP) and ``bytes`` (bytes), such as :class:`helpers.ops.Cost`."""
 
-    flops: float
-    bytes: float
+    @property
+    def flops(self) -> float: ...
+    @property
+    def bytes(self) -> float: ...
 
 
 @dataclass(frozen=True)

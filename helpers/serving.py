@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -247,7 +248,7 @@ def pd_ratio(
             f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
         )
     batch = _validate.positive_int("batch", batch)
-    opts = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu}
+    opts: dict[str, Any] = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu}
     prefill_s = prefill_time(model, input_tokens, acc, **opts)
     if hit_tokens:
         prefill_s -= prefill_time(model, hit_tokens, acc, **opts)

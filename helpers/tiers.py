@@ -287,7 +287,7 @@ class PrefillEstimate:
 
         :func:`helpers.kvcache.pipelined_time` over the model's layers.
         """
-        return pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
+        return float(pipelined_time(self.fetch_s, self.compute_s, self.n_layers))
 
     @property
     def hidden_s(self) -> float:
@@ -435,7 +435,7 @@ def expected_prefill_time(
     model: str | ModelConfig,
     input_tokens: int,
     tiers: Sequence[Tier],
-    fractions: Sequence[float],
+    fractions: Sequence[float] | np.ndarray,
     acc: str | Accelerator,
     *,
     dtype: str = "bf16",
@@ -492,7 +492,7 @@ def tier_verdicts(
 
 
 def trace_fractions(
-    trace: object,
+    trace: cachesim.Trace | cachesim.StackDistances,
     tiers: Sequence[Tier],
     model: str | ModelConfig,
     *,

@@ -23,7 +23,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -184,13 +184,13 @@ def _init_accepting_timestamps(self: Trace, *args: Any, **kwargs: Any) -> None:
 Trace.__init__ = _init_accepting_timestamps  # type: ignore[method-assign]
 
 
-def _parse(lines: Sequence[str] | object, source: str, name: str) -> Trace:
+def _parse(lines: Iterable[str], source: str, name: str) -> Trace:
     timestamps: list[int] = []  # ms, as in the files
     inputs: list[int] = []
     outputs: list[int] = []
     counts: list[int] = []
     ids: list[int] = []
-    for number, line in enumerate(lines, start=1):  # type: ignore[call-overload]
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{source}, line {number}"

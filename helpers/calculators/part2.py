@@ -20,6 +20,7 @@ import functools
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -166,7 +167,12 @@ def render_transfer_or_recompute(
     if dtype is None:
         raise ValueError(f"acc: {device.name} has no 16-bit peak to recompute with")
     chosen = hardware.get_link(link)
-    options = {"dtype": dtype, "n_gpus": n_gpus, "n_links": n_links, "mfu": mfu}
+    options: dict[str, Any] = {
+        "dtype": dtype,
+        "n_gpus": n_gpus,
+        "n_links": n_links,
+        "mfu": mfu,
+    }
     result = kvcache.breakeven(model, tokens, device, chosen, **options)
     lengths = np.unique(np.geomspace(1, TRANSFER_MAX_TOKENS, 120).astype(int))
     recompute = [
@@ -514,7 +520,7 @@ def render_kv_tiers(
     shares = tiers.trace_fractions(
         distances, levels, model, dtype=dtype, block_tokens=distances.block_tokens
     )
-    options = {"dtype": dtype, "n_gpus": n_gpus}
+    options: dict[str, Any] = {"dtype": dtype, "n_gpus": n_gpus}
     est = tiers.expected_prefill_time(
         model, prompt_tokens, levels, shares, device, **options
     )
