@@ -25,7 +25,7 @@ records stack distances gives the hit rate at every capacity
 (:func:`stack_distances`, :func:`hit_rate_curve`, :func:`tier_hit_fractions`);
 :func:`simulate_prefix_cache` is the direct, one-capacity simulation that
 the tests check the curve against; it and :func:`helpers.routing.local_vs_global`
-share one cache, :class:`_PrefixLRU`.
+share one cache, ``_PrefixLRU``.
 """
 
 from __future__ import annotations
@@ -631,10 +631,8 @@ _MOVED = {
 __getattr__ = forwarder(__name__, _MOVED)
 
 __all__ = [
-    "TRACE_BLOCK_TOKENS",
     "CacheStats",
     "StackDistances",
-    "Trace",
     "capacity_for_fraction",
     "hit_rate_curve",
     "hit_rate_definitions",

@@ -84,7 +84,7 @@ def use_style() -> None:
     plt.rcParams.update(STYLE)  # type: ignore[arg-type]
 
 
-def new_figure(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
+def new_figure(*, figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
     """A fresh figure and axes in the book's style."""
     use_style()
     fig, ax = plt.subplots(
@@ -96,6 +96,7 @@ def new_figure(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes
 def roofline_plot(
     devices: Iterable[str | Accelerator] | str | Accelerator,
     dtypes: Sequence[str] | str = "fp16",
+    *,
     points: dict[str, float] | None = None,
     intensity_range: tuple[float, float] = (0.1, 10_000.0),
     ax: Axes | None = None,

@@ -318,7 +318,7 @@ def _cached_url(url: str) -> Path:
     return _save(data, target)
 
 
-def trace_path(name: str, download: bool = True) -> Path:
+def trace_path(name: str, *, download: bool = True) -> Path:
     """Where the open trace ``name`` is on this machine, downloading it if needed.
 
     Looks in the folder named by ``$MOONCAKE_TRACES``, then in

@@ -32,7 +32,7 @@ def test_new_figure_applies_style():
     assert ax.figure is fig
     assert plt.rcParams["axes.grid"] is True
     assert not ax.spines["top"].get_visible()
-    fig2, _ = plots.new_figure((3, 2))
+    fig2, _ = plots.new_figure(figsize=(3, 2))
     assert_allclose(fig2.get_size_inches(), (3, 2))
 
 

@@ -12,7 +12,7 @@ capacities that do not grow, a dtype the device lacks), which the calculator
 shows instead of a result. The render functions need no widgets, so the tests
 call them directly.
 
-Part I (rooflines and batching), in :mod:`helpers.calculators.part1`:
+Part I (rooflines and batching), in ``helpers.calculators.part1``:
 
 * :func:`two_ceilings` (chapter 1) -- which of compute, memory and overhead
   binds one operation, as its size varies;
@@ -23,7 +23,7 @@ Part I (rooflines and batching), in :mod:`helpers.calculators.part1`:
 * :func:`resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
   network's step time with a per-layer overhead.
 
-Part II (serving a transformer), in :mod:`helpers.calculators.part2`:
+Part II (serving a transformer), in ``helpers.calculators.part2``:
 
 * :func:`transformer_inference` (chapter 5) -- prefill and decode bounds, the
   KV cache and the largest batch that fits, against the batch;
