@@ -10,16 +10,19 @@ pooled across the nodes (the paper's Fig. 10).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, llm
+from . import _validate, llm, papers
 from .cachesim import (
     StackDistances,
     _capacity_blocks,
     _group,
     _PrefixLRU,
+    hit_rate_curve,
+    hit_rate_definitions,
     stack_distances,
 )
 from .traces import TRACE_BLOCK_TOKENS, Trace, check_trace, trace_prefill_flops
@@ -186,4 +189,133 @@ def local_vs_global(
     )
 
 
-__all__ = ["LocalGlobal", "local_vs_global"]
+# ---------------------------------------------------------------------------
+# The paper's cache figures beside the book's replays
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PaperComparison:
+    """Mooncake's Table 2, Fig. 9 and Fig. 10 beside this module's replays of the same traces.
+
+    Attributes
+    ----------
+    rows : list of list of str
+        One row per figure and trace: quantity, the paper's value, the book's,
+        the difference, and why they may differ (a table's body).
+    largest_gap : float
+        The largest gap, as a fraction, between the paper and the book over
+        Table 2's cache ratio and Fig. 9's share at 3 M tokens.
+    bracketed : dict of str to bool
+        Per trace: whether both of Fig. 10's measured ratios (hit rate and
+        prefill time, global over local) lie between the round-robin and the
+        cache-aware replays.
+    """
+
+    rows: list[list[str]]
+    largest_gap: float
+    bracketed: dict[str, bool]
+
+
+def _between(value: float, low: float, high: float) -> str:
+    return "paper between the two" if low <= value <= high else "outside the bracket"
+
+
+def paper_comparison(
+    distances: Mapping[str, StackDistances],
+    routed: Mapping[tuple[str, str], LocalGlobal],
+    model: str | llm.ModelConfig,
+) -> PaperComparison:
+    """Set Mooncake's cache figures (:mod:`helpers.papers`) beside the book's replays.
+
+    Parameters
+    ----------
+    distances : mapping of trace name to StackDistances
+        Each trace's :func:`helpers.cachesim.stack_distances` at its own block size;
+        the names are keys of :data:`helpers.papers.MOONCAKE_TABLE2`.
+    routed : mapping of (trace name, routing) to LocalGlobal
+        :func:`local_vs_global` of each trace with ``routing`` ``"round-robin"``
+        and ``"cache-aware"``, at Fig. 10's setup.
+    model : str or ModelConfig
+        The model whose prefill FLOP stand in for Fig. 10's prefill GPU time.
+
+    Returns
+    -------
+    PaperComparison
+    """
+
+    rows: list[list[str]] = []
+    gaps: list[float] = []
+    for name, sd in distances.items():
+        at3, at50, top = hit_rate_curve(
+            sd,
+            [
+                papers.MOONCAKE_FIG9_LOCAL_TOKENS,
+                papers.MOONCAKE_FIG9_NEAR_MAX_TOKENS,
+                math.inf,
+            ],
+        )
+        paper = papers.MOONCAKE_TABLE2[name]["cache_ratio"]
+        d = hit_rate_definitions(sd)
+        rows.append(
+            [
+                f"Table 2 cache ratio, {name}",
+                f"{paper:.0%}",
+                f"{d['tokens']:.1%} ($H_\\infty$)",
+                f"{100 * (d['tokens'] - paper):+.1f} pts",
+                f"definition not given; blocks {d['blocks']:.1%}, full blocks "
+                f"{d['full blocks']:.1%}, per-request mean {d['mean per request']:.1%}",
+            ]
+        )
+        share = papers.MOONCAKE_FIG9_SHARE_AT_3M[name]
+        gaps += [abs(at3 / top - share), abs(d["tokens"] - paper)]
+        rows.append(
+            [
+                f"Fig. 9, {name}: hit rate at 3 M tokens ÷ maximum",
+                f"{share:.0%}",
+                f"{at3 / top:.1%}",
+                f"{100 * (at3 / top - share):+.1f} pts",
+                "labels rounded to 1 %; the paper's block size and hit definition are not stated",
+            ]
+        )
+        rows.append(
+            [
+                f"Fig. 9, {name}: at 50 M tokens",
+                '"nearly reaches" the maximum',
+                f"{at50 / top:.1%}",
+                "agrees",
+                "50 M tokens hold almost every reused block",
+            ]
+        )
+    bracketed: dict[str, bool] = {}
+    for name in distances:
+        rr, aware = routed[(name, "round-robin")], routed[(name, "cache-aware")]
+        ratio = papers.MOONCAKE_FIG10_GLOBAL_OVER_LOCAL[name]
+        rows.append(
+            [
+                f"Fig. 10, {name}: global ÷ local hit rate",
+                f"{ratio:.2f}x",
+                f"{rr.ratio:.2f}x (round-robin), {aware.ratio:.2f}x (cache-aware)",
+                _between(ratio, aware.ratio, rr.ratio),
+                f"local {rr.local_hit_rate:.1%} / {aware.local_hit_rate:.1%}, global "
+                f"{rr.global_hit_rate:.1%}; routing decides the local hit rate",
+            ]
+        )
+        t_ratio = papers.MOONCAKE_FIG10_PREFILL_TIME_RATIO[name]
+        t_rr, t_aware = rr.prefill_flops_ratio(model), aware.prefill_flops_ratio(model)
+        bracketed[name] = (
+            aware.ratio <= ratio <= rr.ratio and t_rr <= t_ratio <= t_aware
+        )
+        rows.append(
+            [
+                f"Fig. 10, {name}: prefill time, global ÷ local",
+                f"{t_ratio:.2f}",
+                f"{t_rr:.2f} (round-robin), {t_aware:.2f} (cache-aware)",
+                _between(t_ratio, t_rr, t_aware),
+                "book: prefill FLOP left; paper: measured GPU time, with queueing and transfers",
+            ]
+        )
+    return PaperComparison(rows, max(gaps), bracketed)
+
+
+__all__ = ["LocalGlobal", "PaperComparison", "local_vs_global", "paper_comparison"]

@@ -129,3 +129,58 @@ def test_local_vs_global_reads_arrivals_in_seconds():
     result = routing.local_vs_global(trace, 2, 512, prefill_tokens_per_s=1e3)
     assert result.local_hit_tokens.tolist() == [0, 512]
     assert result.load_imbalance == pytest.approx(2.0)
+
+
+def _routed(trace, local_hits, global_hits):
+    """A LocalGlobal with chosen hits (Fig. 10's shape: 10 nodes of 3 M tokens)."""
+    return routing.LocalGlobal(
+        trace=trace,
+        n_nodes=10,
+        capacity_tokens=3e6,
+        local_hit_rate=float(np.sum(local_hits)) / trace.input_tokens,
+        global_hit_rate=float(np.sum(global_hits)) / trace.input_tokens,
+        load_imbalance=1.0,
+        local_hit_tokens=np.asarray(local_hits),
+        global_hit_tokens=np.asarray(global_hits),
+        nodes=np.zeros(trace.n_requests, dtype=np.int64),
+    )
+
+
+def test_paper_comparison_brackets_fig10_or_says_it_does_not():
+    """Both branches of Fig. 10's verdict, on the tiny trace standing in for "conversation"
+    (paper: global / local hit rate 2.22, prefill time 0.76).
+
+    Bracketed: pooled, every prompt hits whole; round-robin's local caches never hit (ratio inf,
+    prefill left with pooling only the lm_heads: near 0 of the local prefill) and cache-aware's
+    hit as much as the pool (ratio 1, prefill ratio 1). 1 <= 2.22 <= inf and ~0 <= 0.76 <= 1.
+    Not bracketed: both routings hit as much as the pool: ratios 1 and 1, and 2.22 is outside.
+    """
+    trace = tr.load_trace("tiny")
+    sd = {"conversation": cs.stack_distances(trace)}
+    everything = trace.input_lengths
+    none = np.zeros(trace.n_requests, dtype=np.int64)
+    inside = routing.paper_comparison(
+        sd,
+        {
+            ("conversation", "round-robin"): _routed(trace, none, everything),
+            ("conversation", "cache-aware"): _routed(trace, everything, everything),
+        },
+        "llama-3-70b",
+    )
+    assert inside.bracketed == {"conversation": True}
+    assert [r[3] for r in inside.rows[3:]] == ["paper between the two"] * 2
+    assert inside.rows[0][1] == "40%" and inside.rows[3][1] == "2.22x"
+    assert len(inside.rows) == 5 and 0 <= inside.largest_gap <= 1
+    outside = routing.paper_comparison(
+        sd,
+        {
+            ("conversation", "round-robin"): _routed(trace, everything, everything),
+            ("conversation", "cache-aware"): _routed(trace, everything, everything),
+        },
+        "llama-3-70b",
+    )
+    assert outside.bracketed == {"conversation": False}
+    assert [r[3] for r in outside.rows[3:]] == ["outside the bracket"] * 2
+    assert (
+        outside.rows[:3] == inside.rows[:3]
+    )  # Table 2 and Fig. 9 do not depend on routing
