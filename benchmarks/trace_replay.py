@@ -10,7 +10,7 @@ host CPU (the replay is numpy and Python, it never touches a GPU):
   (6.1 M tokens): the direct LRU walk;
 * ``cachesim.stack_distances``: the one-pass LRU stack distances that give every capacity's hit rate;
 * ``cachesim.hit_rate_curve`` at 300 capacities from those distances;
-* ``prefix_reuse.replay_prefill``: every request's fetch-or-recompute prefill time through Lab 6's
+* ``tiers.replay_prefill``: every request's fetch-or-recompute prefill time through Lab 6's
   HBM / DRAM / remote-pool hierarchy (Llama-3-70B on 8 x H800).
 
 and checks that the direct walk and the one pass agree request by request at that capacity.
@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from helpers import bench, cachesim, inference, llm, tiers, traces  # noqa: E402
 from helpers.formatting import format_si, markdown_table  # noqa: E402
-from helpers.prefix_reuse import replay_prefill  # noqa: E402
+from helpers.tiers import replay_prefill  # noqa: E402
 
 TARGET_SECONDS = 2.0
 MODEL = "llama-3-70b"
@@ -167,7 +167,7 @@ def run_section(
         f"Replays of the open Mooncake traces on the host CPU ({host}); best of {rounds} runs. The capacity is a "
         f"{POOL_BYTES / 1e12:g} TB pool of {MODEL} bf16 KV cache ({capacity / 1e6:.2f} M tokens); 'agree' checks that "
         "the direct LRU walk and the one-pass stack distances give every request the same hit tokens. The tiered "
-        "prefill is `prefix_reuse.replay_prefill` through Lab 6's HBM / 2 TB DRAM / 16 TB pool hierarchy "
+        "prefill is `tiers.replay_prefill` through Lab 6's HBM / 2 TB DRAM / 16 TB pool hierarchy "
         "(Llama-3-70B, 8 x H800).\n\n" + markdown_table(header, rows, align="lrrrrrrrl")
     )
     return {

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, kvcache, tiers, traces
+from helpers import cachesim, hardware, inference, kvcache, llm, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
 
@@ -292,3 +292,136 @@ def test_bad_input_names_the_parameter(call, param):
     """Bad input raises ValueError/KeyError/TypeError whose message names the parameter."""
     with pytest.raises((ValueError, KeyError, TypeError), match=param):
         call()
+
+
+# ---------------------------------------------------------------------------
+# replay_prefill (every request of a trace through the tiers)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_trace() -> cachesim.Trace:
+    return traces.load_trace("tiny")
+
+
+MODEL = "llama-3-70b"
+
+
+def _hierarchy(hbm_tokens: int, dram_tokens: int, pool_tokens: int) -> list[tiers.Tier]:
+    per_token = llm.kv_cache_bytes_per_token(MODEL)
+    return [
+        tiers.Tier(
+            "HBM",
+            hbm_tokens * per_token,
+            8 * hardware.get_accelerator("h800").memory_bandwidth,
+        ),
+        tiers.Tier.from_link("DRAM", dram_tokens * per_token, "pcie5", n_links=8),
+        tiers.Tier.from_link("pool", pool_tokens * per_token, "100gbe"),
+    ]
+
+
+@given(
+    hbm=st.integers(512, 4096),
+    extra=st.tuples(st.integers(1, 8192), st.integers(1, 40_000)),
+    n_gpus=st.sampled_from([1, 8]),
+)
+def test_replay_equals_tiered_prefill_per_request(tiny_trace, hbm, extra, n_gpus):
+    """Property: every request of the tiny trace gets from replay_prefill the fetch and compute seconds, the
+    fetched tiers and the prefetched time that helpers.tiers.tiered_prefill gives it for its own tier split."""
+    hierarchy = _hierarchy(hbm, hbm + extra[0], hbm + extra[0] + extra[1])
+    replay = tiers.replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=n_gpus)
+    for r in range(tiny_trace.n_requests):
+        est = tiers.tiered_prefill(
+            MODEL,
+            int(tiny_trace.input_lengths[r]),
+            hierarchy,
+            [int(c) for c in replay.cached_tokens[r]],
+            "h800",
+            n_gpus=n_gpus,
+        )
+        assert_allclose(
+            [replay.fetch_s[r], replay.compute_s[r]],
+            [est.fetch_s, est.compute_s],
+            rtol=1e-12,
+        )
+        fetched = {c.tier for c in est.chunks if c.verdict == "transfer"}
+        assert {hierarchy[k].name for k in np.flatnonzero(replay.fetched[r])} == fetched
+        assert replay.prefetched_s[r] == pytest.approx(est.prefetched_s, rel=1e-12)
+        no_cache = inference.prefill_time(
+            MODEL, int(tiny_trace.input_lengths[r]), "h800", n_gpus=n_gpus
+        )
+        assert replay.no_cache_s[r] == pytest.approx(no_cache, rel=1e-12)
+
+
+def test_replay_tier_split_matches_cachesim(tiny_trace):
+    """Served fractions equal cachesim.tier_hit_fractions (same inclusive LRU hierarchy) and sum to 1."""
+    hierarchy = _hierarchy(1024, 4096, 16384)
+    replay = tiers.replay_prefill(
+        cachesim.stack_distances(tiny_trace), hierarchy, MODEL, "h800"
+    )
+    expected = tiers.trace_fractions(tiny_trace, hierarchy, MODEL)
+    assert_allclose(replay.served_fractions(), expected, rtol=1e-12, atol=1e-15)
+    assert replay.served_fractions().sum() == pytest.approx(1.0)
+    assert replay.cached_tokens.sum(axis=1).max() <= replay.input_tokens.max()
+    assert np.all(replay.cached_tokens.sum(axis=1) <= replay.input_tokens)
+    assert (
+        isinstance(replay, tiers.ReplayedPrefill)
+        and replay.n_requests == tiny_trace.n_requests
+    )
+
+
+def test_replay_saving_grows_with_capacity(tiny_trace):
+    """More capacity never makes the trace's total prefill slower when every tier fetches faster than it recomputes."""
+    savings = []
+    for pool in (2048, 8192, 65536, 10**6):
+        hierarchy = _hierarchy(512, 1024, pool)
+        hierarchy[2] = tiers.Tier.from_link(
+            "pool", hierarchy[2].capacity_bytes, "cx7", n_links=8
+        )
+        replay = tiers.replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=8)
+        savings.append(replay.saved_fraction())
+        assert 0.0 <= replay.saved_fraction() < 1.0
+        assert replay.saved_fraction(prefetch=True) >= replay.saved_fraction() - 1e-12
+    assert np.all(np.diff(savings) >= -1e-12)
+
+
+def test_replay_no_hits_saves_nothing():
+    """A trace with no repeated block saves nothing: serial time equals the no-cache time."""
+    trace = cachesim.Trace(
+        "distinct",
+        np.arange(3),
+        np.array([600, 1000, 20]),
+        np.ones(3, dtype=np.int64),
+        np.arange(5),
+        np.array([0, 2, 4, 5]),
+    )
+    replay = tiers.replay_prefill(trace, _hierarchy(512, 1024, 4096), MODEL, "h800")
+    assert_allclose(replay.serial_s, replay.no_cache_s, rtol=1e-12)
+    assert replay.saved_fraction() == pytest.approx(0.0, abs=1e-12)
+    assert not replay.fetched.any()
+
+
+def test_replay_bad_inputs(tiny_trace):
+    """Bad inputs raise errors naming the parameter."""
+    good = _hierarchy(1024, 4096, 16384)
+    with pytest.raises(TypeError, match="trace"):
+        tiers.replay_prefill("tiny", good, MODEL, "h800")
+    with pytest.raises(ValueError, match="tiers"):
+        tiers.replay_prefill(tiny_trace, [], MODEL, "h800")
+    with pytest.raises(TypeError, match=r"tiers\[1\]"):
+        tiers.replay_prefill(tiny_trace, [good[0], "DRAM"], MODEL, "h800")
+    with pytest.raises(ValueError, match="tiers"):
+        tiers.replay_prefill(tiny_trace, [good[1], good[0]], MODEL, "h800")
+    with pytest.raises(ValueError, match="n_gpus"):
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800", n_gpus=0)
+    with pytest.raises(ValueError, match="mfu"):
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800", mfu=1.5)
+    with pytest.raises(ValueError, match="block_tokens"):
+        tiers.replay_prefill(
+            cachesim.stack_distances(tiny_trace), good, MODEL, "h800", block_tokens=1024
+        )
+    with pytest.raises(KeyError):
+        tiers.replay_prefill(tiny_trace, good, "no-such-model", "h800")
+    assert math.isfinite(
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800").saved_fraction()
+    )

@@ -14,26 +14,26 @@ call them directly.
 
 Part I (rooflines and batching), in ``helpers.calculators.part1``:
 
-* :func:`two_ceilings` (chapter 1) -- which of compute, memory and overhead
+* :func:`~helpers.calculators.part1.two_ceilings` (chapter 1) -- which of compute, memory and overhead
   binds one operation, as its size varies;
-* :func:`rooflines` (chapter 2) -- rooflines of several devices and dtypes,
+* :func:`~helpers.calculators.part1.rooflines` (chapter 2) -- rooflines of several devices and dtypes,
   with operations placed on them;
-* :func:`batched_layer` (chapter 3) -- step time, throughput and regime of a
+* :func:`~helpers.calculators.part1.batched_layer` (chapter 3) -- step time, throughput and regime of a
   linear layer or MLP against the batch;
-* :func:`resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
+* :func:`~helpers.calculators.part1.resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
   network's step time with a per-layer overhead.
 
 Part II (serving a transformer), in ``helpers.calculators.part2``:
 
-* :func:`transformer_inference` (chapter 5) -- prefill and decode bounds, the
+* :func:`~helpers.calculators.part2.transformer_inference` (chapter 5) -- prefill and decode bounds, the
   KV cache and the largest batch that fits, against the batch;
-* :func:`transfer_or_recompute` (chapter 6) -- recompute a prefix's KV cache
+* :func:`~helpers.calculators.part2.transfer_or_recompute` (chapter 6) -- recompute a prefix's KV cache
   or fetch it, against the prefix length;
-* :func:`kv_pool` (chapter 7) -- a KV-cache pool's hit rate on a trace, and
+* :func:`~helpers.calculators.part2.kv_pool` (chapter 7) -- a KV-cache pool's hit rate on a trace, and
   the prefill compute it saves;
-* :func:`attention_offload` (chapter 8) -- tokens per dollar of attention
+* :func:`~helpers.calculators.part2.attention_offload` (chapter 8) -- tokens per dollar of attention
   offload against an all-GPU baseline;
-* :func:`kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
+* :func:`~helpers.calculators.part2.kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
   part of a prompt.
 
 The renders only wire the helpers the chapters use to the controls: every
