@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate, cachesim
+from ._moved import forwarder
 from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time
 from .kvcache import Verdict, pipelined_time, transfer_time
@@ -414,7 +415,7 @@ def tiered_prefill(
     return PrefillEstimate(chunks, fetch_s, compute_s, m.n_layers)
 
 
-def cached_tokens_from_fractions(
+def _cached_tokens_from_fractions(
     input_tokens: int, fractions: Sequence[float]
 ) -> list[int]:
     """Turn per-tier fractions of the input (hit rates) into whole token counts for :func:`tiered_prefill`.
@@ -458,7 +459,7 @@ def expected_prefill_time(
     tiers = tuple(tiers)
     if len(values) == len(tiers) + 1:
         values = values[:-1]
-    counts = cached_tokens_from_fractions(input_tokens, values)
+    counts = _cached_tokens_from_fractions(input_tokens, values)
     return tiered_prefill(
         model, input_tokens, tiers, counts, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
     )
@@ -709,3 +710,9 @@ def replay_prefill(
         no_cache_s=no_cache,
         n_layers=m.n_layers,
     )
+
+
+__getattr__ = forwarder(
+    __name__,
+    {"cached_tokens_from_fractions": "helpers.tiers._cached_tokens_from_fractions"},
+)
