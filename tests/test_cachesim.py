@@ -214,23 +214,39 @@ def test_hit_rate_definitions_by_hand():
     reason="set MOONCAKE_TRACES to a folder with the Mooncake FAST'25 traces",
 )
 def test_real_traces_against_the_paper():
-    """The book's replays land within a few points of Mooncake's Table 2 and Fig. 9 (reviewer's values).
+    """The book's replays against Mooncake's Table 2 and Fig. 9, and the token ceiling against an oracle.
 
-    Token-weighted ceilings 37.4 % / 65.1 %; share of the ceiling at 3 M tokens
-    37 % (paper 41 %) and 48 % (paper 46 %); at 50 M tokens >= 99 %. The
-    per-request mean reproduces the conversation trace's 40 % (40.9 %), full
-    blocks the synthetic trace's 66 % (65.9 %): no one definition gives both.
+    The unlimited cache's token hit rate is recomputed here from the file alone: a
+    request hits the leading run of its block ids seen in earlier requests, 512
+    tokens each, capped at its prompt. Against the paper: the per-request mean
+    lands within a point of the conversation trace's 40 %, full blocks within a
+    point of the synthetic trace's 66 % (so no one definition gives both), and the
+    share of the ceiling at 3 M tokens within 5 points of Fig. 9's labels; at
+    50 M tokens the curve "nearly reaches" the maximum (> 99 %).
     """
+    for name in ("conversation", "synthetic"):
+        seen: set[int] = set()
+        hit = total = 0
+        for line in open(REAL / f"{name}_trace.jsonl"):
+            request = json.loads(line)
+            k = 0
+            for h in request["hash_ids"]:
+                if h not in seen:
+                    break
+                k += 1
+            hit += min(512 * k, request["input_length"])
+            total += request["input_length"]
+            seen.update(request["hash_ids"])
+        definitions = cs.hit_rate_definitions(tr.load_trace(name))
+        assert definitions["tokens"] == pytest.approx(hit / total, rel=1e-12)
     conv = cs.hit_rate_definitions(tr.load_trace("conversation"))
     syn = cs.hit_rate_definitions(tr.load_trace("synthetic"))
-    assert conv["tokens"] == pytest.approx(0.3736, abs=5e-4)
-    assert syn["tokens"] == pytest.approx(0.6512, abs=5e-4)
-    assert conv["mean per request"] == pytest.approx(0.409, abs=1e-3)
-    assert syn["full blocks"] == pytest.approx(0.659, abs=1e-3)
-    for name, book in (("conversation", 0.371), ("synthetic", 0.484)):
+    table2 = papers.MOONCAKE_TABLE2
+    assert abs(conv["mean per request"] - table2["conversation"]["cache_ratio"]) < 0.01
+    assert abs(syn["full blocks"] - table2["synthetic"]["cache_ratio"]) < 0.01
+    for name in ("conversation", "synthetic"):
         sd = cs.stack_distances(tr.load_trace(name))
         at3, at50, top = cs.hit_rate_curve(sd, [3e6, 50e6, math.inf])
-        assert at3 / top == pytest.approx(book, abs=2e-3)
         assert abs(at3 / top - papers.MOONCAKE_FIG9_SHARE_AT_3M[name]) < 0.05
         assert at50 / top > 0.99
 

@@ -182,11 +182,20 @@ def test_achievable_scales_ceilings_and_keeps_the_rest():
 
 
 @given(c=st.floats(0, 1e3, allow_nan=False), m=st.floats(0, 1e3, allow_nan=False))
-def test_overlap_bounds_within_two_x(c, m):
-    """max(c, m) <= true time <= c + m <= 2 max(c, m) (scaling book, "All About Rooflines")."""
+def test_wiring_overlap_bounds_within_two_x(c, m):
+    """Wiring (restates the code's return line): max(c, m) <= true time <= c + m <= 2 max(c, m)
+    (scaling book, "All About Rooflines"). Its value partner is test_overlap_bounds_by_hand."""
     low, high = roofline.overlap_bounds(c, m)
     assert low == max(c, m) and high == c + m
     assert low <= high <= 2 * low + 1e-300
+
+
+def test_overlap_bounds_by_hand():
+    """3 ms of compute and 5 ms of memory traffic: perfectly overlapped 5 ms, serial 8 ms;
+    equal terms (4 ms, 4 ms) are the worst case, exactly 2x apart (4 and 8 ms)."""
+    assert roofline.overlap_bounds(3e-3, 5e-3) == pytest.approx((5e-3, 8e-3))
+    low, high = roofline.overlap_bounds(4e-3, 4e-3)
+    assert (low, high) == pytest.approx((4e-3, 8e-3)) and high == 2 * low
 
 
 def test_gemm_efficiency_split_k_hand_value():

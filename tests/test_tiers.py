@@ -237,15 +237,19 @@ def test_plan_chunks_is_what_tiered_prefill_does(n, counts, n_gpus):
     assert_allclose([est.fetch_s, est.compute_s], [fetch_s, compute_s], rtol=1e-12)
 
 
-def test_trace_fractions_match_cachesim():
-    """trace_fractions passes each tier's token capacity to cachesim.tier_hit_fractions (bundled tiny trace)."""
-    cachesim = pytest.importorskip("helpers.cachesim")
+def test_wiring_trace_fractions_passes_token_capacities():
+    """Wiring: trace_fractions passes each tier's token capacity to cachesim.tier_hit_fractions.
+
+    Value partner: the direct LRU simulation at each capacity (an independent replay) gives
+    tier 0 = H(2048), tier 1 = H(8192) - H(2048) and the miss share 1 - H(8192)."""
     trace = traces.load_trace("tiny")
     small = tiers.Tier("small", 2048 * kv_cache_bytes_per_token(M), 1e12)
     large = tiers.Tier("large", 8192 * kv_cache_bytes_per_token(M), 1e11)
     got = tiers.trace_fractions(trace, [small, large], M)
     assert_allclose(got, cachesim.tier_hit_fractions(trace, [2048, 8192]))
-    assert_allclose(np.sum(got), 1.0)
+    h_small = cachesim.simulate_prefix_cache(trace, 2048).hit_rate
+    h_large = cachesim.simulate_prefix_cache(trace, 8192).hit_rate
+    assert_allclose(got, [h_small, h_large - h_small, 1 - h_large], rtol=1e-12)
 
 
 @pytest.mark.parametrize(
