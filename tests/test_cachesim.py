@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +19,71 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from toy_traces import HAVE_REAL, REAL, make_trace, write_trace
 
+from helpers import cachesim, papers, traces
 from helpers import cachesim as cs
-from helpers import papers
 from helpers import traces as tr
+
+
+def _write(path: Path, requests: list[tuple[int, list[int]]]) -> Path:
+    with open(path, "w") as fh:
+        for i, (length, ids) in enumerate(requests):
+            fh.write(
+                json.dumps(
+                    {
+                        "timestamp": i,
+                        "input_length": length,
+                        "output_length": 1,
+                        "hash_ids": ids,
+                    }
+                )
+                + "\n"
+            )
+    return path
+
+
+@pytest.fixture
+def abc_trace(tmp_path):
+    """Chapter 7's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks."""
+    path = _write(
+        tmp_path / "abc_trace.jsonl",
+        [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
+    )
+    return traces.load_trace(path)
+
+
+def test_capacity_for_fraction_by_hand(abc_trace):
+    """Hits and their running maxima: B's a (0); C's a, b, c (0, 2, 3). Four blocks, 2,048 tokens at
+    most. Half of that needs the two blocks of distance 0: 1 block of cache; three quarters also
+    C's b (distance 2): 3 blocks; all of it C's c (distance 3): 4 blocks."""
+    assert cachesim.capacity_for_fraction(abc_trace, 0.5) == 512
+    assert cachesim.capacity_for_fraction(abc_trace, 0.75) == 3 * 512
+    assert cachesim.capacity_for_fraction(abc_trace, 1.0) == 4 * 512
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9, 0.99, 1.0])
+def test_capacity_for_fraction_is_the_smallest_that_reaches_it(fraction):
+    """On the bundled trace: the capacity reaches the share of the ceiling, one block less does not."""
+    sd = cachesim.stack_distances(traces.load_trace("tiny"))
+    ceiling = cachesim.hit_rate_curve(sd, [math.inf])[0]
+    c = cachesim.capacity_for_fraction(sd, fraction)
+    assert c % sd.block_tokens == 0
+    assert cachesim.hit_rate_curve(sd, [c])[0] >= fraction * ceiling - 1e-12
+    if c > sd.block_tokens:
+        assert (
+            cachesim.hit_rate_curve(sd, [c - sd.block_tokens])[0] < fraction * ceiling
+        )
+
+
+def test_capacity_for_fraction_edge_cases(tmp_path):
+    """A trace without repeats needs no cache (0); the fraction must lie in (0, 1]."""
+    fresh = traces.load_trace(
+        _write(tmp_path / "fresh_trace.jsonl", [(512, [0]), (512, [1])])
+    )
+    assert cachesim.capacity_for_fraction(fresh, 1.0) == 0.0
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="fraction"):
+            cachesim.capacity_for_fraction(fresh, bad)
+
 
 # ---------------------------------------------------------------------------
 # direct simulation
@@ -101,14 +164,14 @@ def test_curve_equals_simulation_on_tiny_every_capacity():
             assert_array_equal(sd.request_hit_tokens(cap), sim.hit_tokens)
 
 
-traces = st.lists(
+request_lists = st.lists(
     st.lists(st.integers(0, 12), min_size=1, max_size=6),
     min_size=1,
     max_size=25,
 )
 
 
-@given(traces, st.integers(1, 20), st.sampled_from([512, 1024]))
+@given(request_lists, st.integers(1, 20), st.sampled_from([512, 1024]))
 def test_curve_equals_simulation_property(requests, capacity_blocks, block_tokens):
     """For arbitrary traces (shared prefixes, repeats within a request, partial last blocks) curve == simulation."""
     lengths = [512 * len(ids) - (7 * i) % 500 for i, ids in enumerate(requests)]
@@ -120,7 +183,7 @@ def test_curve_equals_simulation_property(requests, capacity_blocks, block_token
     assert cs.hit_rate_curve(trace, [cap], block_tokens=block_tokens)[0] == sim.hit_rate
 
 
-@given(traces)
+@given(request_lists)
 def test_curve_monotone_and_tiers_sum_to_one(requests):
     """The hit rate never falls as capacity grows; tier fractions are >= 0, sum to 1 and accumulate to the curve."""
     trace = make_trace(requests)

@@ -18,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, kvcache, papers, tiers
+from helpers import inference, kvcache, llm, papers, tiers
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
     best_split,
@@ -38,6 +38,25 @@ from helpers.llm import (
     kv_cache_bytes_per_token,
     linear_flops_per_token,
 )
+
+
+def test_mooncake_coefficients_from_the_config():
+    """Llama-3-70B: b = 2 * 12.75 = 25.5 (the paper rounds its own count to 22), a = 2 * q_dim / d
+    = 2 (causal pairs; the paper's 4 counts every query-key pair)."""
+    assert kvcache.mooncake_coefficients("llama-3-70b") == (2.0, 25.5)
+
+
+def test_mooncake_formula_with_config_coefficients_matches_prefill_cost():
+    """With the config's (a, b), Eq. 1 counts the prefill's FLOP without the lm_head, up to the
+    n vs n + 1 of the causal pairs: within 1e-4 at 8,192 tokens."""
+    m = llm.get_model("llama-3-70b")
+    n = 8192
+    eq1 = kvcache.mooncake_prefill_flops(
+        m, n, coefficients=kvcache.mooncake_coefficients(m)
+    )
+    counted = llm.prefill_cost(m, n).flops - 2.0 * m.d_model * m.vocab_size
+    assert eq1 == pytest.approx(counted, rel=1e-4)
+
 
 A800_X8 = (
     8 * 312e12

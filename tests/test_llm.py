@@ -32,6 +32,40 @@ from helpers.llm import (
 )
 from helpers.roofline import bound
 
+
+def test_attention_and_mlp_weights_split_a_block_in_units_of_d_squared():
+    """Llama-3-70B (d = 8192, 8 KV heads of 128, d_ff = 28,672): W_Q and W_O are d^2 each, W_K and
+    W_V d^2 / 8 each, so attention is 2.25 d^2; the gated MLP is 3 * 3.5 d^2 = 10.5 d^2; together
+    they are the block's weights."""
+    m = llm.get_model("llama-3-70b")
+    d2 = m.d_model**2
+    assert m.attention_weights() == 2.25 * d2
+    assert m.mlp_weights() == 10.5 * d2
+    assert m.layer_weights() == m.attention_weights() + m.mlp_weights()
+
+
+def test_ungated_mlp_has_two_matrices():
+    """Without gating the MLP is up and down only: 2 d d_ff."""
+    m = llm.ModelConfig("plain", 2, 64, 4, 4, 16, 256, 100, gated_mlp=False)
+    assert m.mlp_weights() == 2 * 64 * 256
+
+
+def test_attention_crossover_keys_llama2_7b():
+    """Llama-2-7B: 2 * 32 * (4 * 4096^2 + 3 * 4096 * 11008) = 12,952,010,752 FLOP of matmuls per
+    token; a key costs 4 * 32 * 4096 = 524,288 FLOP of attention; they are equal at 24,704 keys."""
+    keys = llm.attention_crossover_keys("llama-2-7b")
+    assert keys == 24_704
+    assert llm.attention_flops("llama-2-7b", keys) == pytest.approx(
+        llm.linear_flops_per_token("llama-2-7b")
+    )
+
+
+def test_attention_crossover_grows_with_the_mlp_not_the_kv_heads():
+    """GQA shrinks only W_K and W_V, so Llama-3-70B's crossover is 2 * 12.75 d^2 / (4 d) = 6.375 d
+    = 52,224 keys."""
+    assert llm.attention_crossover_keys("llama-3-70b") == pytest.approx(6.375 * 8192)
+
+
 # Parameter counts as published (the safetensors totals / model cards on Hugging Face).
 PUBLISHED_PARAMS = {
     "llama-2-7b": 6_738_415_616,

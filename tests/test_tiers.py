@@ -16,6 +16,69 @@ from helpers import cachesim, hardware, inference, kvcache, llm, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
 
+
+def test_nvme_tier_is_a_quarter_of_a_pcie4_x16_link_per_drive():
+    """PCIe 4.0 x16 carries 31.5 GB/s, so an x4 drive 7.9 GB/s; eight drives 63 GB/s; 100 µs latency."""
+    one, eight = (
+        tiers.nvme_tier("one", 1e12),
+        tiers.nvme_tier("eight", 8e12, n_drives=8),
+    )
+    x16 = hardware.get_link("pcie4").bandwidth
+    assert one.bandwidth == pytest.approx(x16 / 4) and one.bandwidth == pytest.approx(
+        7.88e9, rel=1e-3
+    )
+    assert eight.bandwidth == pytest.approx(8 * one.bandwidth)
+    assert one.latency == tiers.NVME_LATENCY == 100e-6
+    with pytest.raises(ValueError, match="n_drives"):
+        tiers.nvme_tier("none", 1e12, n_drives=0)
+
+
+def test_example_hierarchy_is_chapter_nines():
+    """8 x H100: HBM at 8 x 3.35 TB/s, host DRAM over eight PCIe 5.0 x16 links (504 GB/s), a pool
+    over eight ConnectX-7 ports (400 GB/s), eight NVMe drives (63 GB/s); 0.1, 1.5, 15, 60 TB."""
+    levels = tiers.example_hierarchy()
+    assert [t.name for t in levels] == ["HBM", "host DRAM", "remote pool", "local SSD"]
+    assert [t.capacity_bytes for t in levels] == [100e9, 1.5e12, 15e12, 60e12]
+    assert_allclose(
+        [t.bandwidth / 1e9 for t in levels], [26_800, 504.1, 400, 63.0], rtol=1e-3
+    )
+    assert [t.latency for t in levels] == [0.0, 1e-6, 2e-6, 100e-6]
+
+
+def test_example_hierarchy_leaves_out_empty_tiers_and_follows_its_arguments():
+    """Lab 6's hierarchy: no SSD, and no pool at first; other links and GPUs scale the bandwidths."""
+    levels = tiers.example_hierarchy(
+        "h800",
+        n_gpus=4,
+        hbm_bytes=400e9,
+        dram_bytes=2e12,
+        dram_link="pcie4",
+        pool_bytes=0,
+        ssd_bytes=0,
+    )
+    assert [t.name for t in levels] == ["HBM", "host DRAM"]
+    assert levels[0].bandwidth == pytest.approx(4 * 3.35e12)
+    assert levels[1].bandwidth == pytest.approx(
+        4 * hardware.get_link("pcie4").bandwidth
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"dram_bytes": 50e9}, "dram_bytes"),
+        ({"pool_bytes": 1e12}, "pool_bytes"),
+        ({"ssd_bytes": 15e12}, "ssd_bytes"),
+        ({"hbm_bytes": 0}, "hbm_bytes"),
+        ({"pool_bytes": -1.0}, "pool_bytes"),
+    ],
+)
+def test_example_hierarchy_rejects_capacities_that_do_not_grow(kwargs, match):
+    """An inclusive hierarchy needs each tier larger than the faster ones; the message names the tier."""
+    with pytest.raises(ValueError, match=match):
+        tiers.example_hierarchy(**kwargs)
+
+
 M = "llama-3-70b"
 HBM = tiers.Tier("HBM", 40e9, 3.35e12, 0.0, "H100 datasheet")
 DRAM = tiers.Tier.from_link("DRAM", 1e12, "pcie5")

@@ -19,8 +19,76 @@ from numpy.testing import assert_allclose, assert_array_equal
 from toy_traces import make_trace, write_trace
 
 from helpers import cachesim as cs
-from helpers import llm, papers, routing
+from helpers import llm, papers, routing, traces
 from helpers import traces as tr
+
+
+def _write(path: Path, requests: list[tuple[int, list[int]]]) -> Path:
+    with open(path, "w") as fh:
+        for i, (length, ids) in enumerate(requests):
+            fh.write(
+                json.dumps(
+                    {
+                        "timestamp": i,
+                        "input_length": length,
+                        "output_length": 1,
+                        "hash_ids": ids,
+                    }
+                )
+                + "\n"
+            )
+    return path
+
+
+@pytest.fixture
+def abc_trace(tmp_path):
+    """Chapter 7's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks."""
+    path = _write(
+        tmp_path / "abc_trace.jsonl",
+        [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
+    )
+    return traces.load_trace(path)
+
+
+def test_trace_prefill_flops_adds_every_prompt(abc_trace, tmp_path):
+    """The no-cache prefill FLOP of a trace is the sum over its prompts, repeated lengths included."""
+    expected = sum(llm.prefill_cost("llama-3-8b", n).flops for n in (1536, 1024, 2048))
+    assert traces.trace_prefill_flops(abc_trace, "llama-3-8b") == pytest.approx(
+        expected
+    )
+    twice = traces.load_trace(
+        _write(tmp_path / "twice_trace.jsonl", [(100, [0]), (100, [0])])
+    )
+    assert traces.trace_prefill_flops(twice, "llama-3-8b") == pytest.approx(
+        2 * llm.prefill_cost("llama-3-8b", 100).flops
+    )
+    with pytest.raises(TypeError, match="trace"):
+        traces.trace_prefill_flops("tiny", "llama-3-8b")
+
+
+def test_load_traces_returns_the_named_traces():
+    """Available traces come back by name, in order (a single name is accepted as a string)."""
+    loaded = traces.load_traces(["tiny"])
+    assert list(loaded) == ["tiny"] and loaded["tiny"].n_requests == 16
+    assert list(traces.load_traces("tiny")) == ["tiny"]
+    with pytest.raises(ValueError, match="names"):
+        traces.load_traces([])
+
+
+def test_load_traces_falls_back_to_the_sample_with_a_warning(monkeypatch):
+    """If an open trace cannot be loaded (offline), every cell still runs on the bundled sample,
+    and the warning says why."""
+    real = traces.load_trace
+
+    def offline(name):
+        if name == "tiny":
+            return real(name)
+        raise FileNotFoundError(f"trace {name!r} is not on this machine")
+
+    monkeypatch.setattr(traces, "load_trace", offline)
+    with pytest.warns(UserWarning, match="tiny"):
+        loaded = traces.load_traces(["conversation", "synthetic"])
+    assert list(loaded) == ["tiny"]
 
 
 def test_load_tiny_matches_file():
@@ -44,7 +112,7 @@ def test_load_tiny_matches_file():
 def test_trace_arrays_are_read_only():
     """A Trace is frozen: neither its fields nor its arrays can be changed in place."""
     trace = tr.load_trace("tiny")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         trace.block_ids[0] = 99
     with pytest.raises(AttributeError):
         trace.name = "other"  # type: ignore[misc]
