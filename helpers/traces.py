@@ -166,22 +166,24 @@ class Trace:
         return 1.0 - len(first) / len(self.block_ids) if len(self.block_ids) else 0.0
 
 
-_dataclass_init = Trace.__init__
+def _accepting_timestamps(init: Any) -> Any:
+    """Wrap ``Trace.__init__`` so ``Trace(..., timestamps=ms)`` still works, with a warning."""
+
+    def __init__(self: Trace, *args: Any, **kwargs: Any) -> None:
+        if "timestamps" in kwargs:
+            warnings.warn(
+                "Trace(timestamps=ms) is now Trace(arrival_s=seconds)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            ms = kwargs.pop("timestamps")
+            kwargs["arrival_s"] = np.asarray(ms, dtype=float) / 1e3
+        init(self, *args, **kwargs)
+
+    return __init__
 
 
-def _init_accepting_timestamps(self: Trace, *args: Any, **kwargs: Any) -> None:
-    """``Trace(..., timestamps=ms)`` still works, with a warning: the field is now ``arrival_s``."""
-    if "timestamps" in kwargs:
-        warnings.warn(
-            "Trace(timestamps=ms) is now Trace(arrival_s=seconds)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        kwargs["arrival_s"] = np.asarray(kwargs.pop("timestamps"), dtype=float) / 1e3
-    _dataclass_init(self, *args, **kwargs)
-
-
-Trace.__init__ = _init_accepting_timestamps  # type: ignore[method-assign]
+Trace.__init__ = _accepting_timestamps(Trace.__init__)  # type: ignore[method-assign]
 
 
 def _parse(lines: Iterable[str], source: str, name: str) -> Trace:
