@@ -121,7 +121,10 @@ def link_time(
     >>> round(link_time(1e9, "100 GbE NIC", efficiency=0.87) * 1e3, 1)
     92.0
     """
-    chosen = link.as_link() if not isinstance(link, (str, Link)) else get_link(link)
+    if isinstance(link, (str, Link)) or not hasattr(link, "as_link"):
+        chosen = get_link(link)  # type: ignore[arg-type]  # bad input: an error naming link
+    else:
+        chosen = link.as_link()
     nbytes = _validate.non_negative("nbytes", nbytes)
     n_links = _validate.positive_int("n_links", n_links)
     efficiency = _validate.fraction("efficiency", efficiency)
