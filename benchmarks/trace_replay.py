@@ -17,7 +17,7 @@ and checks that the direct walk and the one pass agree request by request at tha
 Reported: the best of ``rounds`` runs of each. Targets: the conversation trace's direct replay and its
 one-pass stack distances each < 2 s.
 
-The traces are found as ``helpers.cachesim.load_trace`` finds them: ``$MOONCAKE_TRACES``, then the
+The traces are found as ``helpers.traces.load_trace`` finds them: ``$MOONCAKE_TRACES``, then the
 local cache, then a download; if ``$MOONCAKE_TRACES`` is unset and ``../shared/data/mooncake-traces``
 exists beside the repository, that folder is used.
 """
