@@ -102,12 +102,14 @@ student: lite-wheels mathjax
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --config _build/student/_config.yml --path-output _build/student
 	$(BIN)/python tools/student_edition.py strip _build/student/_build/html
 
-# ruff: lint and format check of the package, tests, tools, benchmarks and every notebook's code (pyproject.toml)
+# ruff: lint and format check of the package, tests, tools, benchmarks and every notebook's code;
+# mypy: type check of helpers (both configured in pyproject.toml)
 LINTED := helpers tests tools benchmarks _ext chapters labs appendix
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 # The RDMA and NUMA libraries the Mooncake wheel links against (its TCP transport loads them too):
 # installed with apt-get when missing and running as root (CI), as chromium is below. Without

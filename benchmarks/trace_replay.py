@@ -10,14 +10,14 @@ host CPU (the replay is numpy and Python, it never touches a GPU):
   (6.1 M tokens): the direct LRU walk;
 * ``cachesim.stack_distances``: the one-pass LRU stack distances that give every capacity's hit rate;
 * ``cachesim.hit_rate_curve`` at 300 capacities from those distances;
-* ``prefix_reuse.replay_prefill``: every request's fetch-or-recompute prefill time through Lab 6's
+* ``tiers.replay_prefill``: every request's fetch-or-recompute prefill time through Lab 6's
   HBM / DRAM / remote-pool hierarchy (Llama-3-70B on 8 x H800).
 
 and checks that the direct walk and the one pass agree request by request at that capacity.
 Reported: the best of ``rounds`` runs of each. Targets: the conversation trace's direct replay and its
 one-pass stack distances each < 2 s.
 
-The traces are found as ``helpers.cachesim.load_trace`` finds them: ``$MOONCAKE_TRACES``, then the
+The traces are found as ``helpers.traces.load_trace`` finds them: ``$MOONCAKE_TRACES``, then the
 local cache, then a download; if ``$MOONCAKE_TRACES`` is unset and ``../shared/data/mooncake-traces``
 exists beside the repository, that folder is used.
 """
@@ -37,9 +37,9 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from helpers import bench, cachesim, inference, llm, tiers  # noqa: E402
+from helpers import bench, cachesim, inference, llm, tiers, traces  # noqa: E402
 from helpers.formatting import format_si, markdown_table  # noqa: E402
-from helpers.prefix_reuse import replay_prefill  # noqa: E402
+from helpers.tiers import replay_prefill  # noqa: E402
 
 TARGET_SECONDS = 2.0
 MODEL = "llama-3-70b"
@@ -77,8 +77,8 @@ def run_section(
     ``targets`` holds ``(name, value, op, threshold, unit)`` tuples (``benchmarks/run.py``'s ``Target`` fields).
     """
     shared = ROOT.parent / "shared" / "data" / "mooncake-traces"
-    if not os.environ.get(cachesim.ENV_VAR) and shared.is_dir():
-        os.environ[cachesim.ENV_VAR] = str(shared)
+    if not os.environ.get(traces.ENV_VAR) and shared.is_dir():
+        os.environ[traces.ENV_VAR] = str(shared)
     capacity = POOL_BYTES / llm.kv_cache_bytes_per_token(MODEL, dtype="bf16")
     grid = np.geomspace(512, 3e8, 300)
     levels = _hierarchy()
@@ -103,7 +103,7 @@ def run_section(
     rows = []
     targets = []
     for name in names:
-        load_s, _, trace = _best_of(lambda: cachesim.load_trace(name), 1)
+        load_s, _, trace = _best_of(lambda: traces.load_trace(name), 1)
         direct_s, direct_all, stats = _best_of(
             lambda: cachesim.simulate_prefix_cache(trace, capacity), rounds
         )
@@ -167,7 +167,7 @@ def run_section(
         f"Replays of the open Mooncake traces on the host CPU ({host}); best of {rounds} runs. The capacity is a "
         f"{POOL_BYTES / 1e12:g} TB pool of {MODEL} bf16 KV cache ({capacity / 1e6:.2f} M tokens); 'agree' checks that "
         "the direct LRU walk and the one-pass stack distances give every request the same hit tokens. The tiered "
-        "prefill is `prefix_reuse.replay_prefill` through Lab 6's HBM / 2 TB DRAM / 16 TB pool hierarchy "
+        "prefill is `tiers.replay_prefill` through Lab 6's HBM / 2 TB DRAM / 16 TB pool hierarchy "
         "(Llama-3-70B, 8 x H800).\n\n" + markdown_table(header, rows, align="lrrrrrrrl")
     )
     return {

@@ -5,7 +5,7 @@ notebook, lab, benchmark and test calls that function. SI units throughout
 (seconds, bytes, FLOP, FLOP/s, bytes/s); a name carries its unit where SI is
 not obvious (``tbt_s``, ``capacity_bytes``).
 
-Modules, one concept each:
+Modules, one concept each (``helpers.MODULES`` lists them by kind):
 
 * :mod:`helpers.hardware` -- what a device is: accelerators and links with
   datasheet sources, dtype sizes, torch device names
@@ -28,6 +28,8 @@ Modules, one concept each:
 * :mod:`helpers.published`, :mod:`helpers.validation` -- GPU measurements
   others published, each cited, and the time models checked against them
 * :mod:`helpers.reports` -- Markdown tables of those measurements and errors
+* :mod:`helpers.papers` -- the figures of other papers (Mooncake) the book
+  sets its models beside, cited
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the
@@ -40,10 +42,15 @@ Modules, one concept each:
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
 * :mod:`helpers.offload` -- attention offload to memory-rich devices
-* :mod:`helpers.cachesim` -- the Mooncake traces and prefix-cache hit rates
-* :mod:`helpers.multigpu` -- what parallelism costs a model: TP, EP, CP and PP collectives
-* :mod:`helpers.routing_sim` -- routing with copy-on-route replication of hot prefixes
+* :mod:`helpers.traces` -- the Mooncake request traces: loading and checking
+  them, what their prompts cost to prefill
+* :mod:`helpers.cachesim` -- prefix-cache hit rates of a trace, at every
+  capacity in one pass
+* :mod:`helpers.routing` -- a trace routed over nodes with one cache each,
+  against one pooled cache
 * :mod:`helpers.belady` -- Bélády's optimal replacement: the hit-rate bound beside LRU
+* :mod:`helpers.routing_sim` -- routing with copy-on-route replication of hot prefixes
+* :mod:`helpers.multigpu` -- what parallelism costs a model: TP, EP, CP and PP collectives
 * :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
   prefill, and every request of a trace through a tier hierarchy
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
@@ -72,5 +79,44 @@ Every table, dropdown and chapter enumerates those catalogs.
 
 from . import hardware, inference, kvcache, llm, ops, roofline
 
-__all__ = ["hardware", "inference", "kvcache", "llm", "ops", "roofline"]
+MODULES: dict[str, tuple[str, ...]] = {
+    "model": (
+        "hardware",
+        "roofline",
+        "ops",
+        "batching",
+        "convnets",
+        "dispatch",
+        "fusion",
+        "l2cache",
+        "calibration",
+        "profiling",
+        "published",
+        "validation",
+        "reports",
+        "papers",
+        "llm",
+        "inference",
+        "serving",
+        "parallel",
+        "multigpu",
+        "kvcache",
+        "tiers",
+        "offload",
+        "traces",
+        "cachesim",
+        "belady",
+        "routing",
+        "routing_sim",
+        "prefix_reuse",
+    ),
+    "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
+    "book": ("plots", "widgets", "calculators", "exercises", "formatting"),
+}
+"""Every public module of the package, once, by kind: ``"model"`` (the formulas, the specs and
+the evidence; no torch), ``"measure"`` (measuring this machine; torch, imported lazily) and
+``"book"`` (figures, calculators, answer checks, printed numbers). The tests, the README's layout
+table and the API page are checked against it; a new module is one line here."""
+
+__all__ = ["MODULES", "hardware", "inference", "kvcache", "llm", "ops", "roofline"]
 __version__ = "0.2.0"

@@ -74,16 +74,14 @@ def positive_int(name: str, value: object) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (Integral, np.integer)
     ):
-        if _is_number(value) and float(value).is_integer():  # type: ignore[arg-type]
-            value = int(value)  # type: ignore[arg-type]
-        else:
+        if not (_is_number(value) and float(value).is_integer()):  # type: ignore[arg-type]
             raise TypeError(
                 f"{name} must be a whole number, got {type(value).__name__} {value!r}"
             )
-    value = int(value)
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
+    whole = int(value)  # type: ignore[call-overload]
+    if whole < 1:
+        raise ValueError(f"{name} must be >= 1, got {whole}")
+    return whole
 
 
 def non_negative_int(name: str, value: object) -> int:

@@ -1,14 +1,10 @@
 """Replay request traces through a prefix KV cache: hit rates, LRU stack distances, tiers.
 
-The traces are the open Mooncake FAST'25 request traces (Qin et al., FAST'25):
-JSON lines, one request each::
-
-    {"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2, ...]}
-
-``timestamp`` is in milliseconds since the start of the trace, lengths are in
-tokens, and ``hash_ids`` names the request's 512-token prefix blocks: two
-requests whose ``hash_ids`` start with the same ids share that prefix, so
-the KV cache of those blocks can be reused instead of recomputed.
+The traces (:class:`helpers.traces.Trace`, loaded by
+:func:`helpers.traces.load_trace`) name each request's 512-token prefix
+blocks: two requests whose block ids start with the same ids share that
+prefix, so the KV cache of those blocks can be reused instead of recomputed.
+Routing a trace over several nodes' caches is :mod:`helpers.routing`.
 
 Cache model used throughout (a prefix cache, as in vLLM or Mooncake):
 
@@ -28,495 +24,27 @@ never depend on hits, and LRU has the inclusion property
 records stack distances gives the hit rate at every capacity
 (:func:`stack_distances`, :func:`hit_rate_curve`, :func:`tier_hit_fractions`);
 :func:`simulate_prefix_cache` is the direct, one-capacity simulation that
-the tests check the curve against.
+the tests check the curve against; it and :func:`helpers.routing.local_vs_global`
+share one cache, ``_PrefixLRU``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import sys
-import tempfile
-import urllib.error
-import urllib.request
-import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from types import MappingProxyType
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate, llm
-
-TRACE_BLOCK_TOKENS = 512
-"""Tokens per block of the Mooncake traces' ``hash_ids``."""
-
-TRACE_URL = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/3b5a594133958449a1feaf1c9e0fc1b553e34a28/FAST25-release/traces/{name}_trace.jsonl"
-"""Where a reader with internet downloads the open traces (``name`` is ``conversation`` or ``synthetic``)."""
-
-TRACE_SHA256: Mapping[str, str] = MappingProxyType(
-    {
-        "conversation": "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df",
-        "synthetic": "bd070915a98fc0ed264d7cfef2ce746002eb3076a695ec31ba2674c0111ec131",
-    }
-)
-"""sha256 of each open trace (Mooncake repository, commit 3b5a594, FAST25-release/traces/)."""
-
-TRACE_REQUESTS: Mapping[str, int] = MappingProxyType(
-    {"conversation": 12_031, "synthetic": 3_993}
-)
-"""Number of requests in each open trace."""
-
-ENV_VAR = "MOONCAKE_TRACES"
-"""Environment variable naming a folder that holds ``<name>_trace.jsonl`` files."""
-
-CACHE_DIR = Path("~/.cache/gpu-book/mooncake-traces")
-"""Local download cache for the open traces (``~`` is expanded at use)."""
-
-_DATA_DIR = Path(__file__).resolve().parent / "data"
-_BUNDLED = MappingProxyType({"tiny": _DATA_DIR / "tiny_trace.jsonl"})
-
-_POLICIES = ("lru",)
-
-# ---------------------------------------------------------------------------
-# What the Mooncake FAST'25 paper reports (Qin et al., FAST'25; the PDF in the
-# Mooncake repository, FAST25-release/Mooncake-FAST25.pdf, commit 3b5a594).
-# ---------------------------------------------------------------------------
-
-PAPER_TABLE2: Mapping[str, Mapping[str, float]] = MappingProxyType(
-    {
-        "conversation": MappingProxyType(
-            {
-                "mean_input": 12_035,
-                "mean_output": 343,
-                "cache_ratio": 0.40,
-                "requests": 12_031,
-            }
-        ),
-        "toolagent": MappingProxyType(
-            {
-                "mean_input": 8_596,
-                "mean_output": 182,
-                "cache_ratio": 0.59,
-                "requests": 23_608,
-            }
-        ),
-        "synthetic": MappingProxyType(
-            {
-                "mean_input": 15_325,
-                "mean_output": 149,
-                "cache_ratio": 0.66,
-                "requests": 3_993,
-            }
-        ),
-    }
-)
-"""Mooncake FAST'25, Table 2 ("Workload Statistics"): mean input and output tokens, "Cache Ratio", requests.
-
-The paper does not define "Cache Ratio" beyond "prefix caching ratio"
-(§5.2.1); :func:`hit_rate_definitions` computes the candidate definitions.
-"""
-
-PAPER_FIG9_SHARE_AT_3M: Mapping[str, float] = MappingProxyType(
-    {"conversation": 0.41, "toolagent": 0.75, "synthetic": 0.46, "all": 0.48}
-)
-"""Mooncake FAST'25, Fig. 9: hit rate of a 3 M-token LRU cache as a share of the workload's maximum.
-
-Read from the figure's arrow labels ("41% max" points at the Conversation
-curve, "75% max" at Tool&Agent, "46% max" at Synthetic, "48% max" at All).
-§5.3.1 adds that "a cache capacity of 50M tokens nearly reaches the
-theoretical maximum hit rate" (:data:`PAPER_FIG9_NEAR_MAX_TOKENS`).
-"""
-
-PAPER_FIG9_LOCAL_TOKENS = 3e6
-"""Mooncake FAST'25, §5.3.1 and Fig. 9: tokens a node's ~1 TB of local DRAM holds ("about 3 million tokens")."""
-
-PAPER_FIG9_NEAR_MAX_TOKENS = 50e6
-"""Mooncake FAST'25, §5.3.1: "a cache capacity of 50M tokens nearly reaches the theoretical maximum hit rate"."""
-
-PAPER_FIG10_GLOBAL_OVER_LOCAL: Mapping[str, float] = MappingProxyType(
-    {"conversation": 2.22, "toolagent": 1.38, "synthetic": 2.36}
-)
-"""Mooncake FAST'25, Fig. 10 (left, bar labels): global-cache hit rate ÷ local-cache hit rate.
-
-Setup (§5.3.2): 10 prefill nodes, 3 M tokens of cache each; local: a node
-reads only its own cache and the scheduler sends a request to the node with
-the higher prefix match; global: the ten caches are shared.
-"""
-
-PAPER_FIG10_PREFILL_TIME_RATIO: Mapping[str, float] = MappingProxyType(
-    {"conversation": 0.76, "toolagent": 0.74, "synthetic": 0.52}
-)
-"""Mooncake FAST'25, Fig. 10 (right, bar labels): mean prefill GPU time, global ÷ local cache ("up to 48%" less)."""
-
-PAPER_FIG10_NODES = 10
-"""Mooncake FAST'25, §5.3.2: prefill nodes in the local-against-global experiment."""
-
-
-# ---------------------------------------------------------------------------
-# Loading
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Trace:
-    """A request trace in flat arrays (fast to replay, cheap to slice).
-
-    Attributes
-    ----------
-    name : str
-        ``"conversation"``, ``"synthetic"``, ``"tiny"`` or the file's stem.
-    timestamps : numpy.ndarray of int64, shape (n,)
-        Arrival time of each request, milliseconds since the trace's start.
-    input_lengths, output_lengths : numpy.ndarray of int64, shape (n,)
-        Prompt and generated tokens of each request.
-    block_ids : numpy.ndarray of int64, shape (total blocks,)
-        Every request's ``hash_ids``, concatenated in request order.
-    offsets : numpy.ndarray of int64, shape (n + 1,)
-        Request ``i``'s blocks are ``block_ids[offsets[i]:offsets[i + 1]]``.
-    block_tokens : int
-        Tokens per block of ``block_ids`` (512 for the Mooncake traces).
-    """
-
-    name: str
-    timestamps: np.ndarray
-    input_lengths: np.ndarray
-    output_lengths: np.ndarray
-    block_ids: np.ndarray
-    offsets: np.ndarray
-    block_tokens: int = TRACE_BLOCK_TOKENS
-
-    def __post_init__(self) -> None:
-        _validate.positive_int("block_tokens", self.block_tokens)
-        n = len(self.input_lengths)
-        if (
-            len(self.timestamps) != n
-            or len(self.output_lengths) != n
-            or len(self.offsets) != n + 1
-        ):
-            raise ValueError(
-                "timestamps, input_lengths, output_lengths and offsets must describe the same requests"
-            )
-        if (
-            self.offsets[0] != 0
-            or self.offsets[-1] != len(self.block_ids)
-            or np.any(np.diff(self.offsets) < 0)
-        ):
-            raise ValueError("offsets must rise from 0 to len(block_ids)")
-        for field in (
-            "timestamps",
-            "input_lengths",
-            "output_lengths",
-            "block_ids",
-            "offsets",
-        ):
-            frozen = np.array(
-                getattr(self, field), dtype=np.int64
-            )  # a private copy, so the caller's array stays writable
-            frozen.setflags(write=False)
-            object.__setattr__(self, field, frozen)
-
-    def __len__(self) -> int:
-        return len(self.input_lengths)
-
-    @property
-    def n_requests(self) -> int:
-        """Number of requests."""
-        return len(self.input_lengths)
-
-    def blocks(self, i: int) -> np.ndarray:
-        """Block ids (``hash_ids``) of request ``i``."""
-        return self.block_ids[self.offsets[i] : self.offsets[i + 1]]
-
-    @property
-    def input_tokens(self) -> int:
-        """Total prompt tokens of all requests."""
-        return int(self.input_lengths.sum())
-
-    def cache_ratio(self) -> float:
-        """Fraction of block references whose id appeared earlier in the trace.
-
-        The hit ratio of an infinite cache, counted per block; the trace
-        statistic the Mooncake paper reports as "cache ratio".
-        """
-        _, first = np.unique(self.block_ids, return_index=True)
-        return 1.0 - len(first) / len(self.block_ids) if len(self.block_ids) else 0.0
-
-
-def _parse(lines: Sequence[str] | object, source: str, name: str) -> Trace:
-    timestamps: list[int] = []
-    inputs: list[int] = []
-    outputs: list[int] = []
-    counts: list[int] = []
-    ids: list[int] = []
-    for number, line in enumerate(lines, start=1):  # type: ignore[call-overload]
-        if not line.strip():
-            continue
-        where = f"{source}, line {number}"
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(request, dict):
-            raise ValueError(
-                f"{where}: expected a JSON object, got {type(request).__name__}"
-            )
-        try:
-            ts, inp, out, hashes = (
-                request[k]
-                for k in ("timestamp", "input_length", "output_length", "hash_ids")
-            )
-        except KeyError as exc:
-            raise ValueError(f"{where}: missing field {exc.args[0]!r}") from None
-        for key, value in (
-            ("timestamp", ts),
-            ("input_length", inp),
-            ("output_length", out),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(
-                    f"{where}: {key} must be a whole number >= 0, got {value!r}"
-                )
-        if inp == 0:
-            raise ValueError(f"{where}: input_length must be >= 1, got 0")
-        if not isinstance(hashes, list) or not hashes:
-            raise ValueError(f"{where}: hash_ids must be a non-empty list of block ids")
-        if any(isinstance(h, bool) or not isinstance(h, int) or h < 0 for h in hashes):
-            raise ValueError(f"{where}: hash_ids must hold whole numbers >= 0")
-        timestamps.append(ts)
-        inputs.append(inp)
-        outputs.append(out)
-        counts.append(len(hashes))
-        ids.extend(hashes)
-    if not inputs:
-        raise ValueError(f"{source}: the trace holds no requests")
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return Trace(
-        name=name,
-        timestamps=np.asarray(timestamps, dtype=np.int64),
-        input_lengths=np.asarray(inputs, dtype=np.int64),
-        output_lengths=np.asarray(outputs, dtype=np.int64),
-        block_ids=np.asarray(ids, dtype=np.int64),
-        offsets=offsets,
-    )
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _how_to_get(name: str, cache: Path) -> str:
-    return (
-        f"Download {TRACE_URL.format(name=name)} (sha256 {TRACE_SHA256[name]}) "
-        f"into {cache} or into a folder named by the environment variable {ENV_VAR}."
-    )
-
-
-def _fetch(url: str) -> bytes:
-    """The bytes at ``url``: urllib in Python, the browser's fetch under Pyodide (which has no sockets)."""
-    if sys.platform == "emscripten":  # in-browser kernel (Pyodide)
-        from pyodide.http import open_url  # type: ignore[import-not-found]
-
-        return open_url(url).read().encode("utf-8")
-    with urllib.request.urlopen(url, timeout=60) as response:
-        return response.read()
-
-
-def _save(data: bytes, target: Path) -> Path:
-    """Write ``data`` to ``target`` atomically (a half-written file never has the final name)."""
-    with tempfile.NamedTemporaryFile(
-        dir=target.parent, delete=False, suffix=".part"
-    ) as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, target)
-    return target
-
-
-def _download(name: str, cache: Path) -> Path:
-    url = TRACE_URL.format(name=name)
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        data = _fetch(url)
-    except (urllib.error.URLError, OSError, ImportError) as exc:
-        raise FileNotFoundError(
-            f"trace {name!r} is not on this machine and downloading it failed ({exc}). "
-            + _how_to_get(name, cache)
-        ) from exc
-    got = hashlib.sha256(data).hexdigest()
-    if got != TRACE_SHA256[name]:
-        raise ValueError(
-            f"downloaded trace {name!r} has sha256 {got}, expected {TRACE_SHA256[name]}; "
-            + _how_to_get(name, cache)
-        )
-    return _save(data, cache / f"{name}_trace.jsonl")
-
-
-def _cached_url(url: str) -> Path:
-    """A local copy of the trace at ``url`` in ``CACHE_DIR`` (downloaded once; open traces checked by sha256)."""
-    cache = CACHE_DIR.expanduser()
-    target = cache / (url.rstrip("/").rsplit("/", 1)[-1] or "trace.jsonl")
-    if target.is_file():
-        return target
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        data = _fetch(url)
-    except (urllib.error.URLError, OSError, ImportError, ValueError) as exc:
-        raise FileNotFoundError(
-            f"path_or_name {url!r} could not be downloaded ({exc}); download it by hand and pass the file's path"
-        ) from exc
-    name = target.stem.removesuffix("_trace")
-    if name in TRACE_SHA256 and hashlib.sha256(data).hexdigest() != TRACE_SHA256[name]:
-        raise ValueError(
-            f"path_or_name {url!r} does not hold the open {name!r} trace (sha256 differs)"
-        )
-    return _save(data, target)
-
-
-def trace_path(name: str, download: bool = True) -> Path:
-    """Where the open trace ``name`` is on this machine, downloading it if needed.
-
-    Looks in the folder named by ``$MOONCAKE_TRACES``, then in
-    ``CACHE_DIR``, then (if ``download``) fetches it from
-    ``TRACE_URL`` into ``CACHE_DIR``. The file's sha256 is checked.
-
-    Raises
-    ------
-    KeyError
-        ``name`` is not ``"conversation"`` or ``"synthetic"``.
-    FileNotFoundError
-        The file is nowhere and cannot be downloaded (the message says how to get it).
-    ValueError
-        A file was found but its sha256 is wrong.
-    """
-    key = _validate.name("name", name)
-    if key not in TRACE_SHA256:
-        raise KeyError(
-            f"name {name!r} is not an open trace; choose one of {list(TRACE_SHA256)}"
-        )
-    cache = CACHE_DIR.expanduser()
-    folders = (
-        [Path(os.environ[ENV_VAR]).expanduser()] if os.environ.get(ENV_VAR) else []
-    )
-    for folder in folders + [cache]:
-        candidate = folder / f"{key}_trace.jsonl"
-        if candidate.is_file():
-            got = _sha256(candidate)
-            if got != TRACE_SHA256[key]:
-                raise ValueError(
-                    f"{candidate} has sha256 {got}, expected {TRACE_SHA256[key]}; delete it. "
-                    + _how_to_get(key, cache)
-                )
-            return candidate
-    if not download:
-        raise FileNotFoundError(
-            f"trace {key!r} is not on this machine. " + _how_to_get(key, cache)
-        )
-    return _download(key, cache)
-
-
-def load_trace(path_or_name: str | os.PathLike[str]) -> Trace:
-    """Read a Mooncake-format JSONL request trace.
-
-    Parameters
-    ----------
-    path_or_name : str or path-like
-        A file path; an ``http(s)://`` URL (downloaded once into ``CACHE_DIR``;
-        an open trace's file name is checked against its sha256); or
-        ``"conversation"`` / ``"synthetic"`` (the open
-        Mooncake FAST'25 traces, found with :func:`trace_path`: in
-        ``$MOONCAKE_TRACES``, then the local cache, then downloaded), or
-        ``"tiny"`` (a 16-request trace shipped with the helpers, for tests).
-
-    Returns
-    -------
-    Trace
-
-    Raises
-    ------
-    FileNotFoundError
-        The file does not exist (or an open trace cannot be downloaded).
-    ValueError
-        A line is malformed (the message gives the file and line number).
-    """
-    if isinstance(path_or_name, str) and path_or_name.strip().lower() in _BUNDLED:
-        key = path_or_name.strip().lower()
-        path = _BUNDLED[key]
-    elif (
-        isinstance(path_or_name, str)
-        and path_or_name.strip().lower() in TRACE_SHA256
-        and not Path(path_or_name).exists()
-    ):
-        key = path_or_name.strip().lower()
-        path = trace_path(key)
-    elif isinstance(path_or_name, str) and path_or_name.strip().lower().startswith(
-        ("http://", "https://")
-    ):
-        path = _cached_url(path_or_name.strip())
-        key = path.stem.removesuffix("_trace")
-    elif isinstance(path_or_name, (str, os.PathLike)):
-        path = Path(path_or_name).expanduser()
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"path_or_name {str(path_or_name)!r} is neither a file nor a known trace "
-                f"(names: {list(TRACE_SHA256) + list(_BUNDLED)})"
-            )
-        key = path.stem.removesuffix("_trace")
-    else:
-        raise TypeError(
-            f"path_or_name must be a path or a trace name, got {type(path_or_name).__name__}"
-        )
-    with open(path, encoding="utf-8") as fh:
-        return _parse(fh, str(path), key)
-
-
-def load_traces(
-    names: Sequence[str] = ("conversation", "synthetic"), *, sample: str = "tiny"
-) -> dict[str, Trace]:
-    """Load the open traces ``names``, or the bundled sample if any of them is unavailable.
-
-    ``{name: load_trace(name)}`` for each name. If one cannot be loaded (not
-    on this machine and no network to download it, or a wrong checksum), the
-    result is ``{sample: load_trace(sample)}`` instead, with a
-    ``UserWarning`` naming the cause: every cell of a chapter or lab still
-    runs, on a toy trace whose numbers the reader is told not to trust.
-    """
-    names = [
-        _validate.name("names", n)
-        for n in ([names] if isinstance(names, str) else names)
-    ]
-    if not names:
-        raise ValueError("names must name at least one trace")
-    try:
-        return {name: load_trace(name) for name in names}
-    except (FileNotFoundError, OSError, ValueError) as exc:
-        warnings.warn(
-            f"trace {exc.__class__.__name__}: the open traces are unavailable ({exc}); "
-            f"using the bundled {sample!r} sample instead, so every number describes a toy",
-            stacklevel=2,
-        )
-        return {sample: load_trace(sample)}
-
+from . import _validate
+from ._moved import forwarder
+from .traces import TRACE_BLOCK_TOKENS, Trace
+from .traces import check_trace as _check_trace
 
 # ---------------------------------------------------------------------------
 # Blocks at a chosen granularity
 # ---------------------------------------------------------------------------
-
-
-def _check_trace(trace: object) -> Trace:
-    if not isinstance(trace, Trace):
-        raise TypeError(
-            f"trace must be a Trace (from load_trace), got {type(trace).__name__}"
-        )
-    return trace
 
 
 def _group(trace: Trace, block_tokens: object) -> tuple[int, np.ndarray, np.ndarray]:
@@ -570,6 +98,46 @@ def _capacity_blocks(name: str, capacity_tokens: object, block_tokens: int) -> f
     return float(math.floor(_validate.positive(name, capacity_tokens) / block_tokens))
 
 
+class _PrefixLRU:
+    """One LRU prefix cache of whole blocks: the rule of the module docstring, in one place.
+
+    :meth:`hit` counts the leading blocks of a request present now (the
+    first missing block ends the hit); :meth:`touch` then inserts or
+    refreshes all of them, last block first, and evicts least-recently-used
+    blocks down to ``capacity_blocks`` (``math.inf``: never).
+    """
+
+    def __init__(self, capacity_blocks: float) -> None:
+        self.capacity_blocks = capacity_blocks
+        self._blocks: OrderedDict[int, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def __contains__(self, block: object) -> bool:
+        return block in self._blocks
+
+    def hit(self, blocks: Sequence[int]) -> int:
+        """How many leading ``blocks`` are cached."""
+        k = 0
+        for b in blocks:
+            if b not in self._blocks:
+                break
+            k += 1
+        return k
+
+    def touch(self, blocks: Sequence[int]) -> None:
+        """Make every one of ``blocks`` most recently used, the first block last; then evict."""
+        cache = self._blocks
+        for b in reversed(blocks):
+            if b in cache:
+                cache.move_to_end(b)
+            else:
+                cache[b] = None
+        while len(cache) > self.capacity_blocks:
+            cache.popitem(last=False)
+
+
 # ---------------------------------------------------------------------------
 # Direct simulation
 # ---------------------------------------------------------------------------
@@ -585,7 +153,6 @@ class CacheStats:
         Cache size in tokens (``math.inf`` for unlimited).
     block_tokens : int
         Tokens per cache block.
-    policy : str
     hit_tokens : numpy.ndarray of int64, shape (n_requests,)
         Prompt tokens of each request served from the cache (its hit prefix).
     input_tokens : int
@@ -596,7 +163,6 @@ class CacheStats:
 
     capacity_tokens: float
     block_tokens: int
-    policy: str
     hit_tokens: np.ndarray
     input_tokens: int
     hit_blocks: int
@@ -618,7 +184,6 @@ def simulate_prefix_cache(
     capacity_tokens: float,
     *,
     block_tokens: int = TRACE_BLOCK_TOKENS,
-    policy: str = "lru",
 ) -> CacheStats:
     """Replay ``trace`` through a prefix cache of ``capacity_tokens`` tokens, directly.
 
@@ -636,48 +201,29 @@ def simulate_prefix_cache(
         Tokens per cache block: a multiple of the trace's 512-token blocks
         (a larger block is ``k`` consecutive trace blocks, shared only when
         all ``k`` match).
-    policy : {"lru"}
-        Eviction policy.
 
     Returns
     -------
     CacheStats
     """
     trace = _check_trace(trace)
-    key = _validate.name("policy", policy)
-    if key not in _POLICIES:
-        raise ValueError(
-            f"policy {policy!r} is not supported; choose one of {list(_POLICIES)}"
-        )
     block_tokens, ids, offsets = _group(trace, block_tokens)
     capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
     lengths = trace.input_lengths.tolist()
     ids_list = ids.tolist()
     off = offsets.tolist()
-    cache: OrderedDict[int, None] = OrderedDict()
-    move = cache.move_to_end
+    cache = _PrefixLRU(capacity)
     hit_tokens = np.empty(trace.n_requests, dtype=np.int64)
     hit_blocks = 0
     for r in range(trace.n_requests):
         blocks = ids_list[off[r] : off[r + 1]]
-        k = 0
-        for b in blocks:
-            if b not in cache:
-                break
-            k += 1
+        k = cache.hit(blocks)
         hit_blocks += k
         hit_tokens[r] = min(k * block_tokens, lengths[r])
-        for b in reversed(blocks):
-            if b in cache:
-                move(b)
-            else:
-                cache[b] = None
-        while len(cache) > capacity:
-            cache.popitem(last=False)
+        cache.touch(blocks)
     return CacheStats(
         capacity_tokens=float(capacity_tokens),
         block_tokens=block_tokens,
-        policy=key,
         hit_tokens=hit_tokens,
         input_tokens=trace.input_tokens,
         hit_blocks=hit_blocks,
@@ -721,10 +267,12 @@ class StackDistances:
     n_requests: int
     input_tokens: int
     distinct_blocks: int
+    _sorted: np.ndarray = field(init=False, repr=False)
+    _cum_tokens: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for field in ("distances", "weights", "request"):
-            getattr(self, field).setflags(write=False)
+        for name in ("distances", "weights", "request"):
+            getattr(self, name).setflags(write=False)
         order = np.argsort(self.distances, kind="stable")
         object.__setattr__(self, "_sorted", self.distances[order])
         object.__setattr__(
@@ -1010,7 +558,7 @@ def tier_hit_fractions(
 
 
 # ---------------------------------------------------------------------------
-# Hit-rate definitions, and one cache per node against one pooled cache
+# Hit-rate definitions
 # ---------------------------------------------------------------------------
 
 
@@ -1053,250 +601,42 @@ def hit_rate_definitions(trace: Trace | StackDistances) -> dict[str, float]:
     }
 
 
-@dataclass(frozen=True, eq=False)
-class LocalGlobal:
-    """Hit rates of ``n_nodes`` separate caches against one cache pooled across them.
-
-    Attributes
-    ----------
-    trace : Trace
-        The replayed trace.
-    n_nodes : int
-    capacity_tokens : float
-        Cache per node, tokens.
-    local_hit_rate : float
-        Token-weighted hit rate when each node reads only its own cache.
-    global_hit_rate : float
-        Token-weighted hit rate of one LRU cache of ``n_nodes * capacity_tokens``.
-    load_imbalance : float
-        Prompt tokens sent to the busiest node ÷ the mean per node (1 = even),
-        under the local routing.
-    local_hit_tokens, global_hit_tokens : numpy.ndarray of int64, shape (n_requests,)
-        Each request's prompt tokens served from the cache, local and pooled.
-    """
-
-    trace: Trace
-    n_nodes: int
-    capacity_tokens: float
-    local_hit_rate: float
-    global_hit_rate: float
-    load_imbalance: float
-    local_hit_tokens: np.ndarray
-    global_hit_tokens: np.ndarray
-
-    def prefill_flops_ratio(self, model: str | llm.ModelConfig) -> float:
-        """Prefill FLOP left to compute with the pooled cache ÷ with the local caches (< 1: pooling saves).
-
-        Both are :func:`trace_prefill_flops` less :func:`prefill_flops_saved`
-        by each request's hit; at a fixed FLOP/s the same ratio holds for prefill GPU time.
-        """
-        total = trace_prefill_flops(self.trace, model)
-        left_global = total - prefill_flops_saved(model, self.global_hit_tokens).sum()
-        left_local = total - prefill_flops_saved(model, self.local_hit_tokens).sum()
-        return float(left_global / left_local)
-
-    @property
-    def ratio(self) -> float:
-        """``global_hit_rate / local_hit_rate`` (``inf`` if the local caches never hit)."""
-        if self.local_hit_rate == 0:
-            return math.inf
-        return self.global_hit_rate / self.local_hit_rate
-
-
-def local_vs_global(
-    trace: Trace,
-    n_nodes: int,
-    capacity_tokens: float,
-    *,
-    prefill_tokens_per_s: float,
-    routing: str = "cache-aware",
-    block_tokens: int = TRACE_BLOCK_TOKENS,
-    distances: StackDistances | None = None,
-) -> LocalGlobal:
-    """Replay ``trace`` over ``n_nodes`` nodes, each with a private LRU prefix cache, and pooled.
-
-    Local: each request goes to the node with the earliest estimated first
-    token, ``queue + (prompt - cached prefix) / prefill_tokens_per_s``, the
-    rule of Mooncake's scheduler (FAST'25, Algorithm 1, without transfers):
-    a node that holds a longer prefix wins unless its queue outweighs the
-    prefill it saves; ties go to the lowest-numbered node. Each node
-    prefills one request at a time at ``prefill_tokens_per_s``, starting
-    at the request's arrival (``trace.timestamps``) or when its previous one
-    ends. With ``routing="round-robin"`` request ``i`` goes to node
-    ``i % n_nodes`` instead, blind to caches and load. The node serves the hit from its own cache and then holds all the
-    request's blocks (touched last block first, LRU, as in
-    :func:`simulate_prefix_cache`). Global: one LRU cache of
-    ``n_nodes * capacity_tokens`` that every node reads
-    (:func:`hit_rate_curve`), transfers not modelled.
-
-    Parameters
-    ----------
-    trace : Trace
-    n_nodes : int
-        Nodes, >= 1.
-    capacity_tokens : float
-        Cache per node, tokens, > 0.
-    prefill_tokens_per_s : float
-        Prompt tokens one node prefills per second, > 0: sets how much load
-        the routing weighs against cache affinity.
-    routing : {"cache-aware", "round-robin"}
-    block_tokens : int
-        Tokens per block, a multiple of the trace's.
-    distances : StackDistances, optional
-        ``stack_distances(trace, block_tokens=block_tokens)`` if already
-        computed (saves recomputing it for the pooled cache).
-
-    Returns
-    -------
-    LocalGlobal
-    """
-    trace = _check_trace(trace)
-    n_nodes = _validate.positive_int("n_nodes", n_nodes)
-    rate = _validate.positive("prefill_tokens_per_s", prefill_tokens_per_s)
-    routing = _validate.name("routing", routing)
-    if routing not in ("cache-aware", "round-robin"):
-        raise ValueError(
-            f"routing {routing!r} is not supported; choose 'cache-aware' or 'round-robin'"
+_MOVED = {
+    **{
+        name: f"helpers.traces.{name}"
+        for name in (
+            "CACHE_DIR",
+            "ENV_VAR",
+            "TRACE_SHA256",
+            "TRACE_URL",
+            "load_trace",
+            "load_traces",
+            "trace_path",
+            "trace_prefill_flops",
         )
-    block_tokens, ids, offsets = _group(trace, block_tokens)
-    capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
-    lengths = trace.input_lengths.tolist()
-    arrivals = (trace.timestamps / 1e3).tolist()  # s
-    ids_list = ids.tolist()
-    off = offsets.tolist()
-    caches: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(n_nodes)]
-    free_at = [0.0] * n_nodes  # s, when each node finishes its queue
-    load = [0] * n_nodes
-    hits = np.zeros(trace.n_requests, dtype=np.int64)
-    for r in range(trace.n_requests):
-        blocks = ids_list[off[r] : off[r + 1]]
-        now, length = arrivals[r], lengths[r]
-        best, best_ttft, best_hit = 0, math.inf, 0
-        nodes = range(n_nodes) if routing == "cache-aware" else (r % n_nodes,)
-        for node in nodes:
-            cache, k = caches[node], 0
-            for b in blocks:
-                if b not in cache:
-                    break
-                k += 1
-            hit = min(k * block_tokens, length)
-            ttft = max(free_at[node] - now, 0.0) + (length - hit) / rate
-            if ttft < best_ttft:
-                best, best_ttft, best_hit = node, ttft, hit
-        hits[r] = best_hit
-        load[best] += length
-        free_at[best] = now + best_ttft
-        cache = caches[best]
-        for b in reversed(blocks):
-            if b in cache:
-                cache.move_to_end(b)
-            else:
-                cache[b] = None
-        while len(cache) > capacity:
-            cache.popitem(last=False)
-    pooled = n_nodes * float(capacity_tokens)
-    if distances is None:
-        distances = stack_distances(trace, block_tokens=block_tokens)
-    elif (
-        not isinstance(distances, StackDistances)
-        or distances.block_tokens != block_tokens
-        or distances.n_requests != trace.n_requests
-        or distances.input_tokens != trace.input_tokens
-    ):
-        raise ValueError(
-            "distances must be stack_distances(trace, block_tokens=block_tokens) of this trace"
-        )
-    global_hits = distances.request_hit_tokens(pooled)
-    return LocalGlobal(
-        trace=trace,
-        n_nodes=n_nodes,
-        capacity_tokens=float(capacity_tokens),
-        local_hit_rate=float(hits.sum()) / trace.input_tokens,
-        global_hit_rate=float(global_hits.sum()) / trace.input_tokens,
-        load_imbalance=max(load) / (sum(load) / n_nodes),
-        local_hit_tokens=hits,
-        global_hit_tokens=global_hits,
-    )
+    },
+    "LocalGlobal": "helpers.routing.LocalGlobal",
+    "local_vs_global": "helpers.routing.local_vs_global",
+    "prefill_flops_saved": "helpers.llm.prefill_flops_saved",
+    "PAPER_TABLE2": "helpers.papers.MOONCAKE_TABLE2",
+    "PAPER_FIG9_SHARE_AT_3M": "helpers.papers.MOONCAKE_FIG9_SHARE_AT_3M",
+    "PAPER_FIG9_LOCAL_TOKENS": "helpers.papers.MOONCAKE_FIG9_LOCAL_TOKENS",
+    "PAPER_FIG9_NEAR_MAX_TOKENS": "helpers.papers.MOONCAKE_FIG9_NEAR_MAX_TOKENS",
+    "PAPER_FIG10_GLOBAL_OVER_LOCAL": "helpers.papers.MOONCAKE_FIG10_GLOBAL_OVER_LOCAL",
+    "PAPER_FIG10_PREFILL_TIME_RATIO": "helpers.papers.MOONCAKE_FIG10_PREFILL_TIME_RATIO",
+    "PAPER_FIG10_NODES": "helpers.papers.MOONCAKE_FIG10_NODES",
+}
+"""Names that moved out of this module when it was split (old name -> new home); reading one warns."""
 
-
-# ---------------------------------------------------------------------------
-# Compute a hit saves
-# ---------------------------------------------------------------------------
-
-
-def trace_prefill_flops(trace: Trace, model: str | llm.ModelConfig) -> float:
-    """Prefill FLOP of every prompt of ``trace`` with no cache: the sum of :func:`helpers.llm.prefill_cost`.
-
-    What a cache's hits save is measured against this total
-    (:func:`prefill_flops_saved` per request). Each distinct prompt length is
-    costed once.
-    """
-    t = _check_trace(trace)
-    m = llm.get_model(model)
-    lengths, counts = np.unique(t.input_lengths, return_counts=True)
-    return float(
-        sum(int(c) * llm.prefill_cost(m, int(n)).flops for n, c in zip(lengths, counts))
-    )
-
-
-def prefill_flops_saved(model: str | llm.ModelConfig, hit_tokens: object) -> np.ndarray:
-    """Prefill FLOP not spent because the first ``hit_tokens`` of a prompt came from the cache.
-
-    With the counting rules of :mod:`helpers.llm`, a prompt of ``L`` tokens
-    costs ``L`` tokens of weight matmuls plus causal attention over
-    ``L (L + 1) / 2`` query-key pairs. Given a cached prefix of ``h`` tokens,
-    only the last ``L - h`` tokens run: their matmuls, and their attention
-    over all ``L`` keys (``L (L + 1) / 2 - h (h + 1) / 2`` pairs). The
-    difference does not depend on ``L``:
-
-    ``saved(h) = h * linear_flops_per_token + attention_flops(h (h + 1) / 2)``,
-
-    which is ``llm.prefill_cost(model, h).flops`` without the lm_head of the
-    last token (still computed for the suffix).
-
-    Parameters
-    ----------
-    model : str or ModelConfig
-    hit_tokens : int or array of int
-        Cached prefix length of each request, tokens (>= 0).
-
-    Returns
-    -------
-    numpy.ndarray of float
-        FLOP saved per request (same shape as ``hit_tokens``).
-    """
-    m = llm.get_model(model)
-    try:
-        h = np.asarray(hit_tokens, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"hit_tokens must be numbers, got {hit_tokens!r}") from exc
-    if np.any(~np.isfinite(h)) or np.any(h < 0):
-        raise ValueError("hit_tokens must be finite and >= 0")
-    return h * llm.linear_flops_per_token(m) + llm.attention_flops(m, h * (h + 1) / 2)
-
+__getattr__ = forwarder(__name__, _MOVED)
 
 __all__ = [
-    "PAPER_FIG10_GLOBAL_OVER_LOCAL",
-    "PAPER_FIG10_NODES",
-    "PAPER_FIG10_PREFILL_TIME_RATIO",
-    "PAPER_FIG9_LOCAL_TOKENS",
-    "PAPER_FIG9_NEAR_MAX_TOKENS",
-    "PAPER_FIG9_SHARE_AT_3M",
-    "PAPER_TABLE2",
     "CacheStats",
-    "LocalGlobal",
     "StackDistances",
-    "Trace",
     "capacity_for_fraction",
     "hit_rate_curve",
     "hit_rate_definitions",
-    "load_trace",
-    "load_traces",
-    "local_vs_global",
-    "prefill_flops_saved",
     "simulate_prefix_cache",
     "stack_distances",
     "tier_hit_fractions",
-    "trace_path",
-    "trace_prefill_flops",
 ]

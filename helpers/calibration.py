@@ -150,12 +150,6 @@ def predict(
     return _times(_arrays(points), params, model, e)
 
 
-def log_errors(predicted: np.ndarray, points: Sequence[Point]) -> np.ndarray:
-    """``|log(predicted / measured)|`` per point."""
-    measured = np.array([p.seconds for p in points])
-    return np.abs(np.log(predicted / measured))
-
-
 _MOVES = (
     {"peak": 1},
     {"bandwidth": 1},

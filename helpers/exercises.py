@@ -15,6 +15,7 @@ from . import _validate
 def check(
     answer: object,
     expected: float,
+    *,
     rel_tol: float = 0.05,
     unit: str = "",
     hint: str = "",

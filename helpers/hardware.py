@@ -975,7 +975,8 @@ def catalog_notes_markdown() -> str:
     """What each catalog figure means (sparsity, accumulate precision, caveats), one bullet per entry."""
     return (
         "\n".join(
-            f"- **{item.name}:** {item.notes}" for item in (*_ACCELERATORS, *_LINKS)
+            f"- **{item.name}:** {item.notes}"  # type: ignore[attr-defined]
+            for item in (*_ACCELERATORS, *_LINKS)
         )
         + "\n"
     )

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import _validate, parallel
+from ._search import last_true, root
 from .hardware import Accelerator, Link, dtype_bytes, get_accelerator
 from .llm import (
     ModelConfig,
@@ -427,14 +428,7 @@ def critical_decode_batch(
     hi = 1.0
     while surplus(hi) < 0:  # convex in b and negative at 0: one crossing
         hi *= 2
-    lo = 0.0
-    while hi - lo > 1e-6 * hi:
-        mid = (lo + hi) / 2
-        if surplus(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return root(surplus, 0.0, hi, rel_tol=1e-6)
 
 
 @dataclass(frozen=True)
@@ -512,13 +506,7 @@ def max_batch_under_slo(
         return SloBatch(0, step(1), 0.0, "slo")
     if step(cap) <= tbt_s:
         return SloBatch(cap, step(cap), cap / step(cap), reason)
-    lo, hi = 1, cap  # step(lo) <= tbt < step(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if step(mid) <= tbt_s:
-            lo = mid
-        else:
-            hi = mid
+    lo = last_true(lambda b: step(b) <= tbt_s, 1, cap)  # step(1) <= tbt < step(cap)
     return SloBatch(lo, step(lo), lo / step(lo), "slo")
 
 

@@ -25,7 +25,7 @@ Real links deliver less than their line rate, and Mooncake notes that its
 transfer stages do not overlap perfectly; both are explicit parameters here
 (``efficiency`` of :func:`transfer_time`, ``overlap`` and ``efficiency`` of
 :func:`reuse_bandwidth_threshold`), with the paper's measurements in
-:data:`MOONCAKE_TRANSFER_ENGINE`.
+:data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`.
 """
 
 from __future__ import annotations
@@ -33,12 +33,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
 from . import _validate
-from .hardware import Accelerator, Link, get_link
+from ._moved import forwarder
+from ._search import first_true, last_true
+from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time
 from .llm import (
     ModelConfig,
@@ -48,6 +50,16 @@ from .llm import (
     linear_flops_per_token,
     prefill_cost,
 )
+
+
+class _AsLink(Protocol):
+    """Anything that can stand for a link, such as a cache tier (:class:`helpers.tiers.Tier`)."""
+
+    def as_link(self) -> Link: ...
+
+
+LinkLike = str | Link | _AsLink
+"""A catalog link, its name, or an object with ``as_link()`` (a tier)."""
 
 Verdict = Literal["transfer", "recompute"]
 """Which way a KV cache should reach the GPU."""
@@ -91,21 +103,8 @@ class MeasuredTransfer:
         return self.achieved / self.line_rate
 
 
-_MOONCAKE_FIG12 = (
-    "Qin et al., Mooncake, FAST'25, section 5.4.1 and Fig. 12 (40 GB transfers)"
-)
-
-MOONCAKE_TRANSFER_ENGINE: tuple[MeasuredTransfer, ...] = (
-    MeasuredTransfer("4 x 200 Gb/s RDMA NICs", 4 * 200e9 / 8, 87e9, _MOONCAKE_FIG12),
-    MeasuredTransfer("8 x 400 Gb/s RDMA NICs", 8 * 400e9 / 8, 190e9, _MOONCAKE_FIG12),
-)
-"""Mooncake's Transfer Engine: 87 GB/s on 4 x 200 Gb/s (87 % of line rate) and
-190 GB/s on 8 x 400 Gb/s (47.5 %). Measured by the paper's authors on their
-testbed, not in this book."""
-
-
 def link_time(
-    nbytes: float, link: str | Link, *, n_links: int = 1, efficiency: float = 1.0
+    nbytes: float, link: LinkLike, *, n_links: int = 1, efficiency: float = 1.0
 ) -> float:
     """Seconds to move ``nbytes`` bytes over ``n_links`` copies of ``link``.
 
@@ -115,14 +114,17 @@ def link_time(
     tier of a cache hierarchy (:class:`helpers.tiers.Tier`, through its
     ``as_link``). ``efficiency`` in (0, 1] is the share of the line rate a
     transfer actually gets (1 = line rate, the most favourable case for
-    fetching; Mooncake measured 0.87 and 0.475, :data:`MOONCAKE_TRANSFER_ENGINE`).
+    fetching; Mooncake measured 0.87 and 0.475, :data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`).
 
     Examples
     --------
     >>> round(link_time(1e9, "100 GbE NIC", efficiency=0.87) * 1e3, 1)
     92.0
     """
-    chosen = link.as_link() if hasattr(link, "as_link") else get_link(link)
+    if isinstance(link, (str, Link)) or not hasattr(link, "as_link"):
+        chosen = get_link(link)  # type: ignore[arg-type]  # bad input: an error naming link
+    else:
+        chosen = link.as_link()
     nbytes = _validate.non_negative("nbytes", nbytes)
     n_links = _validate.positive_int("n_links", n_links)
     efficiency = _validate.fraction("efficiency", efficiency)
@@ -132,7 +134,7 @@ def link_time(
 def transfer_time(
     model: str | ModelConfig,
     tokens: int,
-    link: str | Link,
+    link: LinkLike,
     *,
     dtype: str = "bf16",
     n_links: int = 1,
@@ -175,7 +177,7 @@ def reuse_bandwidth_threshold(
       stages demands (1 = the paper's Eq. 2; its Fig. 13 puts the knee of
       TTFT near 100 Gb/s, about 2x Eq. 2's value for its testbed);
     * ``efficiency`` (0, 1]: the share of the line rate the transfer engine
-      reaches (:data:`MOONCAKE_TRANSFER_ENGINE`).
+      reaches (:data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`).
 
     Parameters
     ----------
@@ -284,6 +286,79 @@ def hidden_size_constant(
 
 
 @dataclass(frozen=True)
+class HiddenSizeRule:
+    """The hidden-size rule's verdict for one model, compute rate and link.
+
+    Attributes
+    ----------
+    compute_per_byte : float
+        ``mu P / W``: FLOP the GPUs compute in the time the links move one byte (FLOP/byte).
+    threshold : float
+        ``c d``: FLOP it takes to recompute one byte of KV cache
+        (:func:`hidden_size_constant` times ``d_model``; FLOP/byte).
+    verdict : Verdict
+        ``"transfer"`` iff ``compute_per_byte < threshold``.
+    speedup : float
+        How many times faster the winner is, ``max / min`` of the two (>= 1).
+    """
+
+    compute_per_byte: float
+    threshold: float
+    verdict: Verdict
+    speedup: float
+
+
+def _compute_rate(acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> float:
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    mfu = _validate.fraction("mfu", mfu)
+    return mfu * n_gpus * get_accelerator(acc).flops(dtype)
+
+
+def hidden_size_rule(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    link: str | Link,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 1.0,
+    n_gpus: int = 1,
+    n_links: int = 1,
+) -> HiddenSizeRule:
+    """The source text's rule of thumb: fetch a KV cache when ``mu P / W < c d``, else recompute it.
+
+    ``mu P`` is the FLOP/s the ``n_gpus`` GPUs sustain (``mfu`` of the
+    ``dtype`` peak), ``W`` the bandwidth of ``n_links`` links (line rate, no
+    latency), ``c d`` the FLOP per byte of recomputing a token's KV with the
+    linear layers only (:func:`hidden_size_constant`): short prefixes, where
+    attention is negligible and the prefill is compute-bound. The full model
+    is :func:`breakeven`; this is its limit, as the tests check.
+    """
+    m = get_model(model)
+    n_links = _validate.positive_int("n_links", n_links)
+    rate = _compute_rate(acc, dtype, n_gpus, mfu)
+    ratio = rate / (n_links * get_link(link).bandwidth)
+    threshold = hidden_size_constant(m, dtype=dtype) * m.d_model
+    verdict: Verdict = "transfer" if ratio < threshold else "recompute"
+    return HiddenSizeRule(
+        ratio, threshold, verdict, max(ratio, threshold) / min(ratio, threshold)
+    )
+
+
+def rule_bandwidth(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 1.0,
+    n_gpus: int = 1,
+) -> float:
+    """The link bandwidth (bytes/s) at which :func:`hidden_size_rule` breaks even: ``B = mu P / (c d)``."""
+    m = get_model(model)
+    rate = _compute_rate(acc, dtype, n_gpus, mfu)
+    return rate / (hidden_size_constant(m, dtype=dtype) * m.d_model)
+
+
+@dataclass(frozen=True)
 class Breakeven:
     """Both times for one prefix, and which is faster.
 
@@ -384,14 +459,7 @@ def breakeven_tokens(
     if margin(lowest) >= 0:
         return 1
     # margin(lowest) < 0 <= margin(max_tokens), and margin rises in between
-    lo, hi = lowest, max_tokens
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if margin(mid) >= 0:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return first_true(lambda n: margin(n) >= 0, lowest, max_tokens)
 
 
 def recompute_window(
@@ -438,14 +506,7 @@ def recompute_window(
     if margin(last) >= 0:
         return None
     # recomputing wins on one interval ending at ``last``: find its first length
-    lo, hi = 1, last
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if margin(mid) < 0:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo, last
+    return first_true(lambda n: margin(n) < 0, 1, last), last
 
 
 def pipelined_time(
@@ -543,17 +604,14 @@ def best_split(
             model, n - r, link, dtype=dtype, n_links=n_links, efficiency=efficiency
         )
 
-    lo, hi = 0, n  # recompute(lo) <= fetch(lo); find the last such r
-    if recompute(n) <= fetch(n):
-        lo = n
-    else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if recompute(mid) <= fetch(mid):
-                lo = mid
-            else:
-                hi = mid
+    lo = last_true(lambda r: recompute(r) <= fetch(r), 0, n)  # recompute(0) = 0
     candidates = {lo, min(lo + 1, n)}
     best = min(candidates, key=lambda r: (max(recompute(r), fetch(r)), r))
     r_s, f_s = recompute(best), fetch(best)
     return Split(best, n - best, max(r_s, f_s), r_s, f_s)
+
+
+__getattr__ = forwarder(
+    __name__,
+    {"MOONCAKE_TRANSFER_ENGINE": "helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE"},
+)

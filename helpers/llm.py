@@ -528,7 +528,7 @@ def weights_read_bytes(
     width = dtype_bytes(dtype)
     experts = 0.0
     if m.moe is not None:
-        experts = m.moe.n_shared + expected_experts_touched(m, tokens)
+        experts = m.moe.n_shared + float(expected_experts_touched(m, tokens))
     return m._blocks(experts) * width + _lm_head_bytes(m, width)
 
 
@@ -848,7 +848,7 @@ def attention_crossover_keys(model: str | ModelConfig) -> float:
     keys (context), the weight matmuls cost more than attention. For
     Llama-2-7B, ``2 * 6.48e9 / (4 * 32 * 4096) = 24,704`` keys.
     """
-    return linear_flops_per_token(model) / attention_flops(model, 1)
+    return linear_flops_per_token(model) / float(attention_flops(model, 1))
 
 
 def _lm_head_bytes(m: ModelConfig, width: int) -> float:
@@ -872,7 +872,7 @@ def prefill_cost(
     width = dtype_bytes(dtype)
     n = batch * tokens
     flops = n * linear_flops_per_token(m)
-    flops += batch * attention_flops(m, tokens * (tokens + 1) / 2)
+    flops += batch * float(attention_flops(m, tokens * (tokens + 1) / 2))
     flops += batch * 2.0 * m.d_model * m.vocab_size
     bytes_ = weights_read_bytes(m, n, dtype=dtype)
     bytes_ += n * m.d_model * width  # embedding rows
@@ -909,8 +909,44 @@ def decode_cost(
     width = dtype_bytes(dtype)
     pairs = s * context + s * (s + 1) / 2
     flops = batch * s * (linear_flops_per_token(m) + 2.0 * m.d_model * m.vocab_size)
-    flops += batch * attention_flops(m, pairs, absorbed=True)
+    flops += batch * float(attention_flops(m, pairs, absorbed=True))
     bytes_ = weights_read_bytes(m, batch * s, dtype=dtype)
     bytes_ += batch * s * m.d_model * width
     bytes_ += batch * (context + s) * kv_cache_bytes_per_token(m, dtype=dtype)
     return Cost(float(flops), float(bytes_))
+
+
+def prefill_flops_saved(model: str | ModelConfig, hit_tokens: object) -> np.ndarray:
+    """Prefill FLOP not spent because the first ``hit_tokens`` of a prompt came from the cache.
+
+    With this module's counting rules, a prompt of ``L`` tokens
+    costs ``L`` tokens of weight matmuls plus causal attention over
+    ``L (L + 1) / 2`` query-key pairs. Given a cached prefix of ``h`` tokens,
+    only the last ``L - h`` tokens run: their matmuls, and their attention
+    over all ``L`` keys (``L (L + 1) / 2 - h (h + 1) / 2`` pairs). The
+    difference does not depend on ``L``:
+
+    ``saved(h) = h * linear_flops_per_token + attention_flops(h (h + 1) / 2)``,
+
+    which is ``prefill_cost(model, h).flops`` without the lm_head of the
+    last token (still computed for the suffix).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    hit_tokens : int or array of int
+        Cached prefix length of each request, tokens (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of float
+        FLOP saved per request (same shape as ``hit_tokens``).
+    """
+    m = get_model(model)
+    try:
+        h = np.asarray(hit_tokens, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"hit_tokens must be numbers, got {hit_tokens!r}") from exc
+    if np.any(~np.isfinite(h)) or np.any(h < 0):
+        raise ValueError("hit_tokens must be finite and >= 0")
+    return h * linear_flops_per_token(m) + attention_flops(m, h * (h + 1) / 2)

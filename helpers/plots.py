@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
@@ -53,7 +54,7 @@ LINESTYLES = (
 )
 """Line style paired with each colour of :data:`PALETTE`, so that series also differ without colour."""
 
-STYLE = {
+STYLE: dict[str, Any] = {
     "figure.figsize": (7.0, 4.2),
     "figure.dpi": 100,
     "savefig.dpi": 100,
@@ -80,10 +81,10 @@ SMALL = 9
 
 def use_style() -> None:
     """Apply the book's figure style to matplotlib's global settings."""
-    plt.rcParams.update(STYLE)
+    plt.rcParams.update(STYLE)  # type: ignore[arg-type]
 
 
-def new_figure(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
+def new_figure(*, figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
     """A fresh figure and axes in the book's style."""
     use_style()
     fig, ax = plt.subplots(
@@ -95,6 +96,7 @@ def new_figure(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes
 def roofline_plot(
     devices: Iterable[str | Accelerator] | str | Accelerator,
     dtypes: Sequence[str] | str = "fp16",
+    *,
     points: dict[str, float] | None = None,
     intensity_range: tuple[float, float] = (0.1, 10_000.0),
     ax: Axes | None = None,
@@ -114,10 +116,9 @@ def roofline_plot(
     ax : Axes, optional
         Draw into these axes (cleared first) instead of a new figure.
     """
-    if isinstance(devices, (str, Accelerator)):
-        devices = [devices]
-    devices = [get_accelerator(d) for d in devices]
-    if not devices:
+    chosen = [devices] if isinstance(devices, (str, Accelerator)) else devices
+    accs = [get_accelerator(d) for d in chosen]
+    if not accs:
         raise ValueError("devices must name at least one accelerator")
     dtypes = [
         _validate.name("dtypes", d)
@@ -130,11 +131,11 @@ def roofline_plot(
     if ax is None:
         fig, ax = new_figure()
     else:
-        fig = ax.figure
+        fig = ax.figure  # type: ignore[assignment]
         ax.clear()
     x = np.geomspace(lo, hi, 400)
     drawn = []
-    for device in devices:
+    for device in accs:
         for dtype in dtypes:
             if dtype not in device.peak_flops:
                 continue
@@ -147,13 +148,13 @@ def roofline_plot(
             ax.plot([ridge], [device.flops(dtype)], "o", color=line.get_color(), ms=4)
             drawn.append((device, dtype))
     if not drawn:
-        raise KeyError(f"none of dtypes {dtypes} exists on {[d.name for d in devices]}")
+        raise KeyError(f"none of dtypes {dtypes} exists on {[d.name for d in accs]}")
     if points:
         device, dtype = drawn[0]
         for label, intensity in points.items():
             intensity = _validate.positive(f"points[{label!r}]", intensity)
             value = attainable_flops(intensity, device, dtype=dtype)
-            ax.plot([intensity], [value], "k^", ms=6)
+            ax.plot([intensity], [float(value)], "k^", ms=6)
             ax.annotate(
                 label,
                 (intensity, value),
@@ -199,7 +200,7 @@ def mark_ops(
     for i, (label, intensity) in enumerate(ordered):
         intensity = _validate.positive(f"points[{label!r}]", intensity)
         value = attainable_flops(intensity, device, dtype=dtype)
-        ax.plot([intensity], [value], "k^", ms=6, zorder=5)
+        ax.plot([intensity], [float(value)], "k^", ms=6, zorder=5)
         # up-left or down-right of the point: off a rising or flat roof either way
         above = i % 2 == 0
         ax.annotate(

@@ -130,7 +130,7 @@ def summary_markdown(
     )
 
 
-def worst_markdown(kind: Kind, n: int = 4) -> str:
+def worst_markdown(kind: Kind, *, n: int = 4) -> str:
     """A Markdown table of the ``n`` validating points of ``kind`` the calibrated model misses most."""
     valid = with_role(compare(kind), "validation")
     valid.sort(key=lambda c: -abs(c.second_order_error))

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from . import _validate
+from ._moved import forwarder
 from .hardware import Accelerator, Link
 from .inference import (
     AUTO,
@@ -44,29 +45,6 @@ from .llm import (
     weights_read_bytes,
 )
 from .roofline import TimeBreakdown, breakdown
-
-MOONCAKE_TTFT_SLO_S = 30.0
-"""Mooncake FAST'25, §5.1: the TTFT threshold of its end-to-end experiments, seconds."""
-
-MOONCAKE_TBT_SLOS_S = (0.1, 0.2, 0.3)
-"""Mooncake FAST'25, §5.1: its TBT thresholds, "depending on the scenario", seconds.
-
-Its TBT is "the average of the longest 10% of the token arrival intervals" of a request.
-"""
-
-MOONCAKE_FIG15_BEST_PD_RATIO = 1.0
-"""Mooncake FAST'25, §5.5 and Fig. 15: prefill nodes per decoding node at the highest effective
-request capacity ("approximately 1:1"; 16 nodes of 8 x A800, synthetic workload,
-TTFT and TBT thresholds 10 s and 100 ms)."""
-
-MOONCAKE_FIG15_SLOS_S = (10.0, 0.1)
-"""Mooncake FAST'25, §5.5: the (TTFT, TBT) thresholds of its P/D-ratio experiment, seconds."""
-
-DISTSERVE_ABSTRACT = MappingProxyType(
-    {"more_requests": 7.4, "tighter_slo": 12.6, "attainment": 0.90}
-)
-"""DistServe (Zhong et al., OSDI'24), abstract: up to 7.4x more requests or a 12.6x tighter SLO than
-the systems it compares with, "while staying within latency constraints for > 90% of requests"."""
 
 
 def colocated_step(
@@ -324,11 +302,6 @@ def pd_ratio(
 
 
 __all__ = [
-    "DISTSERVE_ABSTRACT",
-    "MOONCAKE_FIG15_BEST_PD_RATIO",
-    "MOONCAKE_FIG15_SLOS_S",
-    "MOONCAKE_TBT_SLOS_S",
-    "MOONCAKE_TTFT_SLO_S",
     "Goodput",
     "PdRatio",
     "colocated_step",
@@ -336,3 +309,11 @@ __all__ = [
     "goodput",
     "pd_ratio",
 ]
+
+__getattr__ = forwarder(
+    __name__,
+    {
+        "MOONCAKE_TBT_SLOS_S": "helpers.papers.MOONCAKE_TBT_SLOS_S",
+        "MOONCAKE_FIG15_BEST_PD_RATIO": "helpers.papers.MOONCAKE_FIG15_BEST_PD_RATIO",
+    },
+)

@@ -19,6 +19,7 @@ FAST'25 (tiered KV cache pool, layer-wise prefill overlapping KV loads).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate, cachesim
+from ._moved import forwarder
 from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time, suffix_prefill_time
 from .kvcache import Verdict, pipelined_time, transfer_time
@@ -282,7 +284,7 @@ class PrefillEstimate:
 
         :func:`helpers.kvcache.pipelined_time` over the model's layers.
         """
-        return pipelined_time(self.fetch_s, self.compute_s, self.n_layers)
+        return float(pipelined_time(self.fetch_s, self.compute_s, self.n_layers))
 
     @property
     def hidden_s(self) -> float:
@@ -408,7 +410,7 @@ def tiered_prefill(
     return PrefillEstimate(chunks, fetch_s, compute_s, m.n_layers)
 
 
-def cached_tokens_from_fractions(
+def _cached_tokens_from_fractions(
     input_tokens: int, fractions: Sequence[float]
 ) -> list[int]:
     """Turn per-tier fractions of the input (hit rates) into whole token counts for :func:`tiered_prefill`.
@@ -430,7 +432,7 @@ def expected_prefill_time(
     model: str | ModelConfig,
     input_tokens: int,
     tiers: Sequence[Tier],
-    fractions: Sequence[float],
+    fractions: Sequence[float] | np.ndarray,
     acc: str | Accelerator,
     *,
     dtype: str = "bf16",
@@ -452,7 +454,7 @@ def expected_prefill_time(
     tiers = tuple(tiers)
     if len(values) == len(tiers) + 1:
         values = values[:-1]
-    counts = cached_tokens_from_fractions(input_tokens, values)
+    counts = _cached_tokens_from_fractions(input_tokens, values)
     return tiered_prefill(
         model, input_tokens, tiers, counts, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
     )
@@ -487,7 +489,7 @@ def tier_verdicts(
 
 
 def trace_fractions(
-    trace: object,
+    trace: cachesim.Trace | cachesim.StackDistances,
     tiers: Sequence[Tier],
     model: str | ModelConfig,
     *,
@@ -507,3 +509,205 @@ def trace_fractions(
         _check_tier(tier)
     capacities = [tier.capacity_tokens(model, dtype=dtype) for tier in tiers]
     return cachesim.tier_hit_fractions(trace, capacities, block_tokens=block_tokens)
+
+
+# ---------------------------------------------------------------------------
+# A trace: every request's own tier split and fetch-or-recompute verdicts
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayedPrefill:
+    """Prefill of every request of a trace through a tiered prefix cache.
+
+    Attributes
+    ----------
+    trace_name : str
+    tier_names : tuple of str
+        Fastest first.
+    capacities_tokens : tuple of int
+        Each tier's capacity in tokens (inclusive hierarchy: each holds what the faster ones hold).
+    input_tokens : numpy.ndarray of int64, shape (n,)
+        Prompt length of each request.
+    cached_tokens : numpy.ndarray of int64, shape (n, tiers)
+        Tokens of each request's prefix found in each tier (in prompt order: tier 0's first).
+    fetched : numpy.ndarray of bool, shape (n, tiers)
+        Whether that chunk is fetched (``True``) or recomputed; ``False`` where the chunk is empty.
+    fetch_s, compute_s : numpy.ndarray of float, shape (n,)
+        Seconds fetching and computing, as :class:`PrefillEstimate` has them.
+    no_cache_s : numpy.ndarray of float, shape (n,)
+        Seconds to prefill each prompt with no cache at all.
+    n_layers : int
+        Layers of the model (the stages of a layer-wise prefetch).
+    """
+
+    trace_name: str
+    tier_names: tuple[str, ...]
+    capacities_tokens: tuple[int, ...]
+    input_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    fetched: np.ndarray
+    fetch_s: np.ndarray
+    compute_s: np.ndarray
+    no_cache_s: np.ndarray
+    n_layers: int
+
+    def __post_init__(self) -> None:
+        for field in (
+            "input_tokens",
+            "cached_tokens",
+            "fetched",
+            "fetch_s",
+            "compute_s",
+            "no_cache_s",
+        ):
+            getattr(self, field).setflags(write=False)
+
+    @property
+    def n_requests(self) -> int:
+        """Requests replayed."""
+        return len(self.input_tokens)
+
+    @property
+    def serial_s(self) -> np.ndarray:
+        """Per request: fetch everything first, then compute."""
+        return self.fetch_s + self.compute_s
+
+    @property
+    def prefetched_s(self) -> np.ndarray:
+        """Per request: layer-wise prefetch (:func:`helpers.kvcache.pipelined_time`)."""
+        return np.asarray(pipelined_time(self.fetch_s, self.compute_s, self.n_layers))
+
+    def saved_fraction(self, prefetch: bool = False) -> float:
+        """Share of the trace's no-cache prefill time the cache saves (summed over requests)."""
+        total = (self.prefetched_s if prefetch else self.serial_s).sum()
+        return float(1.0 - total / self.no_cache_s.sum())
+
+    def served_fractions(self) -> np.ndarray:
+        """Share of all prompt tokens found in each tier, then the miss share (sums to 1)."""
+        per_tier = self.cached_tokens.sum(axis=0) / self.input_tokens.sum()
+        return np.concatenate([per_tier, [1.0 - per_tier.sum()]])
+
+
+def _distances(
+    trace: object, block_tokens: int
+) -> tuple[cachesim.StackDistances, np.ndarray]:
+    if isinstance(trace, cachesim.Trace):
+        sd = cachesim.stack_distances(trace, block_tokens=block_tokens)
+        return sd, np.asarray(trace.input_lengths, dtype=np.int64)
+    if isinstance(trace, cachesim.StackDistances):
+        if trace.block_tokens != block_tokens:
+            raise ValueError(
+                f"block_tokens ({block_tokens}) differs from the precomputed distances' ({trace.block_tokens})"
+            )
+        lengths = np.bincount(
+            trace.request, weights=trace.weights, minlength=trace.n_requests
+        ).astype(np.int64)
+        return trace, lengths
+    raise TypeError(
+        f"trace must be a cachesim.Trace or cachesim.StackDistances, got {type(trace).__name__}"
+    )
+
+
+def replay_prefill(
+    trace: cachesim.Trace | cachesim.StackDistances,
+    tiers: Sequence[Tier],
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+    block_tokens: int = cachesim.TRACE_BLOCK_TOKENS,
+) -> ReplayedPrefill:
+    """Every request's prefill time through an inclusive LRU tier hierarchy, request by request.
+
+    Request ``r`` finds ``H_k(r)`` tokens of its prefix within tiers ``0..k``
+    (``cachesim.StackDistances.request_hit_tokens`` at tier ``k``'s capacity);
+    tier ``k`` serves the chunk ``[H_{k-1}(r), H_k(r))``. Each chunk is fetched
+    iff fetching is faster than recomputing it, and the uncached tail is
+    computed: :func:`plan_chunks`, the loop of
+    :func:`tiered_prefill`, whose result this equals request by
+    request (times are memoised: many requests share lengths).
+
+    Parameters
+    ----------
+    trace : cachesim.Trace or cachesim.StackDistances
+    tiers : sequence of Tier
+        Fastest first, capacities (in ``model`` tokens) strictly increasing.
+    model, acc, dtype, n_gpus, mfu
+        As in :func:`tiered_prefill`.
+    block_tokens : int
+        Cache block size in tokens (a multiple of the trace's 512).
+
+    Returns
+    -------
+    ReplayedPrefill
+    """
+    m = get_model(model)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    mfu = _validate.fraction("mfu", mfu)
+    levels = tuple(tiers)
+    if not levels:
+        raise ValueError("tiers must hold at least one Tier")
+    for i, tier in enumerate(levels):
+        if not isinstance(tier, Tier):
+            raise TypeError(f"tiers[{i}] must be a Tier, got {type(tier).__name__}")
+    capacities = [tier.capacity_tokens(m, dtype=dtype) for tier in levels]
+    if any(b <= a for a, b in zip(capacities, capacities[1:])):
+        raise ValueError(
+            f"tiers capacities must grow strictly from tier to tier, got {capacities} tokens"
+        )
+    if capacities[0] < 1:
+        raise ValueError(f"tiers[0] holds no whole token of {m.name}'s KV cache")
+    sd, lengths = _distances(trace, block_tokens)
+    # hits within tiers 0..k, shape (n, tiers)
+    cumulative = np.stack([sd.request_hit_tokens(c) for c in capacities], axis=1)
+    cached = np.diff(
+        np.concatenate(
+            [np.zeros((len(lengths), 1), dtype=np.int64), cumulative], axis=1
+        ),
+        axis=1,
+    )
+
+    @functools.cache
+    def prefill(tokens: int) -> float:
+        return (
+            prefill_time(m, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+            if tokens
+            else 0.0
+        )
+
+    @functools.cache
+    def fetch(k: int, tokens: int) -> float:
+        return transfer_time(m, tokens, levels[k], dtype=dtype)
+
+    n = len(lengths)
+    fetched = np.zeros(cached.shape, dtype=bool)
+    fetch_s = np.zeros(n)
+    compute_s = np.zeros(n)
+    no_cache = np.zeros(n)
+    counts = cached.tolist()
+    for r, length in enumerate(lengths.tolist()):
+        plans, fetch_s[r], compute_s[r] = plan_chunks(length, counts[r], fetch, prefill)
+        for k, *_, was_fetched in plans:
+            fetched[r, k] = was_fetched
+        no_cache[r] = prefill(length)
+    return ReplayedPrefill(
+        trace_name=sd.trace_name,
+        tier_names=tuple(t.name for t in levels),
+        capacities_tokens=tuple(int(c) for c in capacities),
+        input_tokens=lengths,
+        cached_tokens=cached,
+        fetched=fetched,
+        fetch_s=fetch_s,
+        compute_s=compute_s,
+        no_cache_s=no_cache,
+        n_layers=m.n_layers,
+    )
+
+
+__getattr__ = forwarder(
+    __name__,
+    {"cached_tokens_from_fractions": "helpers.tiers._cached_tokens_from_fractions"},
+)

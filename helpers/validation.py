@@ -60,7 +60,7 @@ Model = Literal["naive", "second_order", "constant_free"]
 
 LINK_EFFICIENCY = 0.87
 """Share of the line rate a bulk RDMA transfer reaches: Mooncake FAST'25, Fig. 12,
-87 GB/s on 4 x 200 Gb/s (:data:`helpers.kvcache.MOONCAKE_TRANSFER_ENGINE`; that
+87 GB/s on 4 x 200 Gb/s (:data:`helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE`; that
 point is not in the dataset scored here)."""
 
 UNSTATED_PRECISION = "fp16"

@@ -83,7 +83,7 @@ class Calculator:
             raise TypeError("render must be callable")
         self.controls = dict(controls)
         self.render = render
-        self.fig, self.ax = new_figure(figsize)
+        self.fig, self.ax = new_figure(figsize=figsize)
         plt.close(self.fig)  # shown through a display handle only, never twice
         self._figure_handle: Any = None
         self._summary_handle: Any = None

@@ -1,83 +1,85 @@
-"""The calling convention of ``helpers/__init__.py`` holds for every public function of the model modules.
+"""The package's module map and its calling convention, checked over every module.
 
-Positional: what is computed on, how big, where. Every option (dtype, n_gpus,
-mfu, reserve, overhead ...) is keyword-only, so ``f(model, 4096, "H100", 8)``
-is a TypeError instead of a silently different question.
+``helpers.MODULES`` is the one list of modules: every module on disk is in it
+(and nothing else), and the README's layout table and the API page name each
+one. The convention of ``helpers/__init__.py``: every parameter with a default
+is keyword-only, so ``f(model, 4096, "H100", 8)`` is a TypeError instead of a
+silently different question. The few exceptions are listed in :data:`EXEMPT`,
+each with its reason. The modules that measure this machine (``MODULES["measure"]``,
+torch) are left out here: their signatures follow the labs' timing harness.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
-MODEL_MODULES = [
-    "roofline",
-    "ops",
-    "batching",
-    "convnets",
-    "dispatch",
-    "fusion",
-    "l2cache",
-    "calibration",
-    "llm",
-    "inference",
-    "serving",
-    "kvcache",
-    "tiers",
-    "offload",
-    "prefix_reuse",
-    "formatting",
-    "plots",
+import helpers
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = [
+    m.name for m in pkgutil.iter_modules(helpers.__path__) if not m.name.startswith("_")
 ]
-OPTIONS = {
-    "dtype",
-    "weight_dtype",
-    "n_gpus",
-    "mfu",
-    "reserve",
-    "overhead",
-    "holds_weights",
-    "tbt_s",
-    "max_batch",
-    "gated",
-    "stride",
-    "padding",
-    "image_size",
-    "n_inputs",
-    "flops_per_element",
-    "outputs",
-    "n_links",
-    "n_compute",
-    "n_memory",
-    "max_tokens",
-    "block_tokens",
-    "digits",
-    "align",
-    "knee",
-    "mark",
-    "fraction",
-    "tile",
-    "tiles",
-    "roof",
-    "fused",
-    "dispatch_s",
-    "usable_fraction",
-    "min_k_chunk",
-    "model",
-    "tile_cols",
-    "rounds",
+CHECKED = sorted(set(PUBLIC) - set(helpers.MODULES["measure"]))
+
+EXEMPT: dict[str, str] = {
+    "ops.resnet50_layers.batch": "the batch is the only input; ops.resnet50_layers() reads as batch 1",
+    "fusion.resnet50_kernels.batch": "the batch is the only input, as in ops.resnet50_layers",
+    "formatting.format_si.unit": "the unit is part of the value printed: format_si(t, 's')",
+    "plots.roofline_plot.dtypes": "devices and dtypes together are what is drawn",
+    "published.load.kind": "the kind is what is loaded; published.load() reads as every kind",
+    "traces.load_traces.names": "the names are what is loaded; load_traces() reads as both open traces",
+    "tiers.example_hierarchy.acc": "the accelerator is the 'where' of the convention, positional",
+    "validation.achievable_device.dtype": "GPU and precision together name a published device (engineer D may convert it in the split)",
+    "validation.fractions.dtype": "as validation.achievable_device",
 }
-"""Names of options: a parameter so named that has a default must be keyword-only (``batch`` too, unless it is
-the first parameter, as in ``ops.resnet50_layers(batch=1)``)."""
+"""``module.function.parameter`` -> why that defaulted parameter may stay positional."""
+
+
+def test_the_module_map_lists_every_module_once():
+    """``MODULES`` holds each public module exactly once, and every one exists."""
+    listed = [name for group in helpers.MODULES.values() for name in group]
+    assert len(listed) == len(set(listed)), "a module is listed twice"
+    assert sorted(listed) == sorted(PUBLIC)
+    assert set(helpers.MODULES) == {"model", "measure", "book"}
+
+
+def test_readme_and_api_page_name_every_module():
+    """The README's layout table names each module in backticks; appendix/api.md documents each."""
+    readme = (ROOT / "README.md").read_text()
+    layout = next(
+        line for line in readme.splitlines() if line.startswith("| `helpers/`")
+    )
+    api = (ROOT / "appendix" / "api.md").read_text()
+    documented = set(re.findall(r"\.\. automodule:: helpers\.(\w+)", api))
+    missing_readme = [m for m in PUBLIC if f"`{m}`" not in layout]
+    assert missing_readme == [], f"README.md's layout table lacks {missing_readme}"
+    assert documented == set(PUBLIC), (
+        f"appendix/api.md: missing {sorted(set(PUBLIC) - documented)}, "
+        f"unknown {sorted(documented - set(PUBLIC))}"
+    )
+
+
+def test_measuring_modules_do_not_load_torch_with_the_package():
+    """``import helpers`` and every model and book module import without torch (the chapters run in the browser)."""
+    import subprocess
+    import sys
+
+    names = ", ".join(f"helpers.{m}" for m in CHECKED)
+    code = f"import sys, {names}; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def _public_functions():
-    for name in MODEL_MODULES:
+    for name in CHECKED:
         module = importlib.import_module(f"helpers.{name}")
         for attr, func in inspect.getmembers(module, inspect.isfunction):
-            if not attr.startswith("_") and func.__module__ == module.__name__:
+            if not attr.startswith("_") and func.__module__.startswith(module.__name__):
                 yield f"{name}.{attr}", func
 
 
@@ -86,16 +88,24 @@ def _public_functions():
     list(_public_functions()),
     ids=lambda v: v if isinstance(v, str) else "",
 )
-def test_options_are_keyword_only(qualified, func):
-    """Every option, and ``batch`` where it has a default after a size, is keyword-only."""
-    params = list(inspect.signature(func).parameters.values())
+def test_defaulted_parameters_are_keyword_only(qualified, func):
+    """Every parameter with a default is keyword-only, unless :data:`EXEMPT` says why not."""
+    params = inspect.signature(func).parameters.values()
     positional = [
-        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p.name
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is not p.empty
+        and f"{qualified}.{p.name}" not in EXEMPT
     ]
-    optional = [
-        (i, p.name) for i, p in enumerate(positional) if p.default is not p.empty
-    ]
-    misplaced = [
-        name for i, name in optional if name in OPTIONS or (name == "batch" and i > 0)
-    ]
-    assert misplaced == [], f"{qualified}: options {misplaced} must be keyword-only"
+    assert positional == [], f"{qualified}: {positional} must be keyword-only"
+
+
+def test_exemptions_name_real_positional_defaults():
+    """Each exemption names a parameter that exists, has a default and is positional (no stale entries)."""
+    for key in EXEMPT:
+        module, function, param = key.rsplit(".", 2)
+        p = inspect.signature(
+            getattr(importlib.import_module(f"helpers.{module}"), function)
+        ).parameters[param]
+        assert p.default is not p.empty and p.kind is p.POSITIONAL_OR_KEYWORD, key

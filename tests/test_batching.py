@@ -17,6 +17,100 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from helpers import batching, ops, roofline
+from helpers.ops import Cost
+
+
+def _relu(dtype="fp16"):
+    return lambda n: ops.op_cost("relu", n, dtype=dtype)
+
+
+def test_default_overhead_is_five_microseconds_and_says_why():
+    """One home for the book's assumed t0 = 5 µs, with its justification (an assumption Lab 1 measures)."""
+    assert batching.DEFAULT_OVERHEAD_S == 5e-6
+    source = open(batching.__file__, encoding="utf-8").read()
+    doc = source.split("DEFAULT_OVERHEAD_S = 5e-6", 1)[1].split('"""')[1]
+    assert "assumed" in doc and "Lab 1" in doc and "measure_overhead" in doc
+
+
+@pytest.mark.parametrize(
+    "acc, expected",
+    [
+        ("H100", 5e-6 * 3.35e12 / 4),  # 4.19 M elements: chapter 1, question 3
+        ("T4", 5e-6 * 320e9 / 4),  # 400,000
+        ("H200", 5e-6 * 4.8e12 / 4),  # 6.0 M
+    ],
+)
+def test_relu_overhead_crossover_is_t0_times_bandwidth_over_four_bytes(acc, expected):
+    """An fp16 ReLU moves 4 bytes per element (2 read, 2 written) and is memory-bound at every size,
+    so it stops being overhead-bound where 4 n / W = t0: n = t0 W / 4."""
+    assert_allclose(batching.overhead_crossover(_relu(), acc), expected, rtol=1e-12)
+
+
+def test_overhead_crossover_scales_with_the_overhead_and_the_bytes():
+    """Half the overhead halves the size; fp32 (8 bytes per element) halves it too."""
+    base = batching.overhead_crossover(_relu(), "H100")
+    assert_allclose(
+        batching.overhead_crossover(_relu(), "H100", overhead=2.5e-6), base / 2
+    )
+    assert_allclose(
+        batching.overhead_crossover(_relu("fp32"), "H100", dtype="fp32"), base / 2
+    )
+
+
+def test_linear_layer_leaves_overhead_when_compute_reaches_t0():
+    """1024 x 1024 fp16 layer on an H100, t0 = 5 µs (chapter 3, question 5): compute passes 5 µs at
+    b = 5e-6 * 989.4e12 / (2 * 1024**2) = 2,358.9 rows; memory only at
+    (5e-6 * 3.35e12 - 2 * 1024**2) / (2 * 2048) = 3,577 rows. The smaller one is the crossover."""
+    found = batching.overhead_crossover(
+        lambda b: ops.linear_cost(b, 1024, 1024), "H100"
+    )
+    assert_allclose(found, 5e-6 * 989.4e12 / (2 * 1024**2), rtol=1e-12)
+    assert 3576 < (5e-6 * 3.35e12 - 2 * 1024**2) / (2 * 2048) < 3578
+
+
+def test_overhead_crossover_edge_cases():
+    """Fixed work that already outlasts t0: 0. Work that never grows and stays under t0: inf."""
+    heavy = batching.overhead_crossover(
+        lambda n: Cost(0.0, 1e9), "T4"
+    )  # 3.1 ms of bytes
+    assert heavy == 0.0
+    light = batching.overhead_crossover(lambda n: Cost(0.0, 1.0), "T4")
+    assert light == math.inf
+    # a fixed part larger than t0 on the growing term too: clipped at 0
+    assert batching.overhead_crossover(lambda n: Cost(0.0, 1e9 + n), "T4") == 0.0
+
+
+@given(
+    st.integers(min_value=1, max_value=4096), st.sampled_from(["T4", "A100", "H100"])
+)
+def test_overhead_crossover_agrees_with_the_bound_of_the_time_model(d, acc):
+    """Below the crossover breakdown() says 'overhead', above it not (linear layers of any width)."""
+
+    def cost(b):
+        return ops.linear_cost(b, d, d)
+
+    n = batching.overhead_crossover(cost, acc)
+    below, above = math.floor(n * 0.999), math.ceil(n * 1.001) + 1
+    if below >= 1:
+        c = cost(below)
+        assert roofline.bound(c.flops, c.bytes, acc, overhead=5e-6) == "overhead"
+    c = cost(above)
+    assert roofline.bound(c.flops, c.bytes, acc, overhead=5e-6) != "overhead"
+
+
+def test_overhead_crossover_rejects_bad_input():
+    """Non-affine costs (a square matmul grows as n**3), a zero overhead and a non-function are refused."""
+    with pytest.raises(ValueError, match="affine"):
+        batching.overhead_crossover(lambda n: ops.matmul_cost(n, n, n), "H100")
+    with pytest.raises(ValueError, match="overhead"):
+        batching.overhead_crossover(_relu(), "H100", overhead=0.0)
+    with pytest.raises(TypeError, match="cost_of_size"):
+        batching.overhead_crossover("relu", "H100")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        batching.overhead_crossover(_relu(), "H100", "fp16")  # type: ignore[misc]
+    with pytest.raises(KeyError, match="bf16"):
+        batching.overhead_crossover(_relu("bf16"), "T4", dtype="bf16")
+
 
 ACCS = ["t4", "a100", "h100"]
 RANK = {"overhead": 0, "memory": 1, "compute": 2}

@@ -70,7 +70,7 @@ def test_two_ceilings_matmul_and_overhead_settings():
     calc.controls["size"].value = 4096
     assert "**2.12 ms, compute-bound**" in calc.update()  # 2.11 ms compute + 5 µs
     calc.controls["op"].value = "relu"
-    calc.controls["accelerator"].value = "H100 SXM"
+    calc.controls["acc"].value = "H100 SXM"
     calc.controls["size"].value = 1024
     assert "overhead-bound" in calc.update()
 
@@ -159,11 +159,11 @@ def test_batched_layer_linear_settings():
     b* = r w_w N / (2 N - r w_a 2d) with N = 4096**2, d = 4096: 165.4 for fp16 weights, 82.7 for int8."""
     calc = calculators.batched_layer()
     calc.controls["shape"].value = "linear layer"
-    calc.controls["accelerator"].value = "H100 SXM"
+    calc.controls["acc"].value = "H100 SXM"
     calc.controls["width_1"].value = 512
     calc.controls["width_2"].value = 512
     assert "Predicted knee: never (too narrow to reach the ridge)" in calc.update()
-    calc.controls["accelerator"].value = "A100 SXM4 80GB"
+    calc.controls["acc"].value = "A100 SXM4 80GB"
     calc.controls["width_1"].value = 4096
     calc.controls["width_2"].value = 4096
     fp16 = calc.update()
@@ -183,7 +183,7 @@ def test_batched_layer_bad_input_shows_a_message():
     calc.controls["batch"].value = 0
     assert calc.update().startswith("**Input error:**")
     calc.controls["batch"].value = 8
-    calc.controls["accelerator"].value = "T4"
+    calc.controls["acc"].value = "T4"
     calc.controls["dtype"].value = "bf16"
     assert calc.update().startswith("**Input error:**")
 
@@ -229,3 +229,29 @@ def test_resnet50_bad_input_shows_a_message():
     calc.controls["dtype"].value = "fp16"
     calc.controls["batch"].value = 0
     assert calc.update().startswith("**Input error:**")
+
+
+def test_every_single_accelerator_control_is_keyed_acc():
+    """Parts I and II share one key: a calculator with one accelerator dropdown names it ``acc``
+    (Chapter 1's ``two_ceilings`` and Chapter 5's ``transformer_inference`` alike), offering the
+    whole catalog; Chapter 2's multi-select keeps its plural ``accelerators``."""
+    from helpers.hardware import accelerators
+
+    names = [a.name for a in accelerators()]
+    for build in (*BUILDERS, calculators.transformer_inference):
+        controls = build().controls
+        assert "accelerator" not in controls, build.__name__
+        if "acc" in controls:
+            assert list(controls["acc"].options) == names, build.__name__
+    assert calculators.two_ceilings().controls["acc"].value == "T4"
+
+
+def test_overhead_slider_starts_at_the_default_overhead():
+    """The shared t0 slider starts at ``batching.DEFAULT_OVERHEAD_S`` in microseconds and spans
+    0.1 us to 10**max_exponent us."""
+    from helpers import batching
+    from helpers.calculators import _controls
+
+    slider = _controls.overhead_us(max_exponent=3)
+    assert slider.value == pytest.approx(batching.DEFAULT_OVERHEAD_S * 1e6)
+    assert (slider.min, slider.max) == (-1, 3)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import pytest
 
-from helpers import cachesim, hardware, inference, kvcache, llm
+from helpers import cachesim, hardware, inference, kvcache, llm, traces
 from helpers import calculators as cs
 
 ERROR = "**Input error:**"
@@ -26,7 +26,7 @@ def _summary(calc, **values):
 
 @pytest.fixture(scope="module")
 def tiny():
-    return cachesim.load_trace("tiny")
+    return traces.load_trace("tiny")
 
 
 # ---------------------------------------------------------------------------
@@ -181,7 +181,11 @@ def test_kv_pool_bad_inputs_are_messages(tiny):
 
 
 def test_attention_offload_default():
-    """The baseline's batch is the book's one largest batch, 355; eight H20s hold 552 sequences."""
+    """The baseline's batch is the book's one largest batch, 355; eight H20s hold 552 sequences.
+
+    Eight H20s hold no weights (attention only): 0.9 x 8 x 96 GiB = 742.17 GB for KV caches of
+    4,097 tokens x 327,680 B (Llama-3-70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes)
+    = 1.3425 GB each: 742.17 / 1.3425 = 552.8, so 552 sequences."""
     summary = cs.attention_offload().update()
     assert "**Baseline** 8 × H100 SXM: batch 355" in summary
     assert "8 × H20: batch 552" in summary

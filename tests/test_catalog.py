@@ -54,7 +54,9 @@ embeddings and lm_head 2 * 50,000 * 3072 = 307,200,000; final norm 3,072 -> 2,72
 """
 
 TORCH_FREE = [
-    m.name for m in pkgutil.iter_modules(helpers.__path__) if m.name != "tinygpt"
+    m.name.removeprefix("helpers.")
+    for m in pkgutil.walk_packages(helpers.__path__, "helpers.")
+    if m.name != "helpers.tinygpt"
 ]
 """Every helpers module that imports without torch (tinygpt builds torch modules at import)."""
 

@@ -10,6 +10,91 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from helpers import convnets, hardware, ops, roofline
+from helpers.hardware import Accelerator
+
+
+def _layer_seconds(batch, acc, dtype):
+    """Each layer's max(F/P, B/W), from ops.resnet50_layers directly (not through resnet50_roofline)."""
+    device = hardware.get_accelerator(acc)
+    return [
+        max(
+            layer.cost.flops / device.flops(dtype),
+            layer.cost.bytes / device.memory_bandwidth,
+        )
+        for layer in ops.resnet50_layers(batch, dtype=dtype)
+    ]
+
+
+@pytest.mark.parametrize(
+    "acc, dtype, batch", [("T4", "fp32", 1), ("T4", "fp16", 8), ("A100", "fp16", 64)]
+)
+def test_resnet50_step_time_is_the_sum_of_layer_times_plus_overhead_per_layer(
+    acc, dtype, batch
+):
+    """54 layers run one after the other: the step is the sum of their roofline times, plus 54 t0."""
+    layers = _layer_seconds(batch, acc, dtype)
+    assert len(layers) == 54
+    assert_allclose(
+        convnets.resnet50_step_time(batch, acc, dtype=dtype), sum(layers), rtol=1e-12
+    )
+    with_t0 = convnets.resnet50_step_time(batch, acc, dtype=dtype, overhead=5e-6)
+    assert_allclose(with_t0, sum(layers) + 54 * 5e-6, rtol=1e-12)
+
+
+def test_resnet50_fp32_on_a_t4_is_about_its_flop_over_the_fp32_peak():
+    """8.2 GFLOP per image at 8.1 TFLOP/s is 1.01 ms; mostly compute-bound in fp32, so the step
+    lies between that and F/P + B/W."""
+    layers = ops.resnet50_layers(1, dtype="fp32")
+    flops = sum(layer.cost.flops for layer in layers)
+    bytes_ = sum(layer.cost.bytes for layer in layers)
+    step = convnets.resnet50_step_time(1, "T4", dtype="fp32")
+    assert_allclose(flops / 8.1e12, 1.01e-3, rtol=0.01)
+    assert flops / 8.1e12 <= step <= flops / 8.1e12 + bytes_ / 320e9
+
+
+def test_memory_time_share_extremes_and_range():
+    """A device with a tiny ridge makes every layer compute-bound (share 0); a huge ridge makes every
+    layer memory-bound (share 1); the T4 in fp16 at batch 1 lies between, mostly memory (chapter 4)."""
+    slow_compute = Accelerator("ridge 1e-6", {"fp16": 1e6}, 1e12, 1e9, "test")
+    fast_compute = Accelerator("ridge 1e6", {"fp16": 1e18}, 1e12, 1e9, "test")
+    assert convnets.memory_time_share(1, slow_compute) == 0.0
+    assert convnets.memory_time_share(1, fast_compute) == 1.0
+    share = convnets.memory_time_share(1, "T4", dtype="fp16")
+    seconds = _layer_seconds(1, "T4", "fp16")
+    ridge = roofline.ridge_point("T4", dtype="fp16")
+    memory = [
+        t
+        for t, layer in zip(seconds, ops.resnet50_layers(1))
+        if layer.cost.intensity < ridge
+    ]
+    assert_allclose(share, sum(memory) / sum(seconds), rtol=1e-12)
+    assert 0.5 < share < 1
+
+
+def test_network_helpers_reject_bad_input():
+    """Keyword-only options; a negative overhead and a missing dtype are refused."""
+    with pytest.raises(TypeError):
+        convnets.resnet50_step_time(1, "T4", "fp16")  # type: ignore[misc]
+    with pytest.raises(ValueError, match="overhead"):
+        convnets.resnet50_step_time(1, "T4", overhead=-1.0)
+    with pytest.raises(KeyError, match="bf16"):
+        convnets.memory_time_share(1, "T4", dtype="bf16")
+    with pytest.raises(ValueError, match="batch"):
+        convnets.memory_time_share(0, "T4")
+
+
+def test_resnet50_stream_time_between_bounds_and_fusion_helps():
+    """The stream lies in the dispatch bounds; fused beats eager; derated ceilings are slower."""
+    from helpers import convnets, dispatch
+
+    gpu = convnets.resnet50_kernel_seconds(8, "T4")
+    low, high = dispatch.sequence_bounds(gpu, 5e-6)
+    t = convnets.resnet50_stream_time(8, "T4")
+    assert low <= t <= high
+    assert t < convnets.resnet50_stream_time(8, "T4", fused=False)
+    slow = roofline.achievable("T4", compute_fraction=0.7, memory_fraction=0.8)
+    assert convnets.resnet50_stream_time(8, slow) > t
+    assert len(convnets.resnet50_kernel_seconds(1, "T4", fused=False)) == 174
 
 
 @pytest.mark.parametrize("batch", [1, 7, 64])

@@ -58,7 +58,7 @@ def test_bad_input():
         dispatch.stream_time([1.0, 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="gpu_seconds"):
         dispatch.sequence_bounds([-1.0], 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-empty"):
         dispatch.sequence_bounds([], 1.0)
 
 

@@ -2,10 +2,9 @@
 
 The API reference (appendix/api.md) renders the docstrings, so a ``>>>``
 example is a claim to the reader; this runs each one with :mod:`doctest`.
-Covered: the package docstring and every module that imports without torch,
-except the modules that measure this machine (their examples would time the
-host and need torch): bench, kvtransfer, labtools and tinygpt (which imports
-torch at import time).
+Covered: the package docstring and every module of ``helpers.MODULES``, with
+the private ones, except the modules that measure this machine
+(``MODULES["measure"]``: their examples would time the host and need torch).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import pytest
 
 import helpers
 
-MEASURING = {"bench", "kvtransfer", "labtools", "tinygpt"}
+MEASURING = set(helpers.MODULES["measure"])
 MODULES = ["helpers"] + [
     f"helpers.{m.name}"
     for m in pkgutil.iter_modules(helpers.__path__)
@@ -31,6 +30,7 @@ WITH_EXAMPLES = {
     "helpers.inference",
     "helpers.ops",
     "helpers.roofline",
+    "helpers._search",
 }
 """Modules whose docstrings show examples today (so the finder cannot silently find none)."""
 

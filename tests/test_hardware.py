@@ -16,10 +16,88 @@ from helpers import hardware
 from helpers.hardware import (
     DTYPE_BYTES,
     GIB,
+    MIB,
     from_device_name,
     get_accelerator,
     get_link,
 )
+
+PUBLISHED = {  # name: (SMs, L2 MiB), from each architecture's whitepaper
+    "T4": (40, 4),
+    "V100 SXM2": (80, 6),
+    "A100 SXM4 40GB": (108, 40),
+    "A100 SXM4 80GB": (108, 40),
+    "H100 SXM": (132, 50),
+    "H200 SXM": (132, 50),
+    "L4": (58, 48),
+    "RTX 4090": (128, 72),
+}
+
+
+FP32_LANES_AND_BOOST = {  # FP32 lanes per SM and boost clock (Hz), whitepapers
+    "T4": (64, 1.59e9),
+    "V100 SXM2": (64, 1.53e9),
+    "A100 SXM4 80GB": (64, 1.41e9),
+    "H100 SXM": (128, 1.98e9),
+    "L4": (128, 2.04e9),
+    "RTX 4090": (128, 2.52e9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_sm_count_and_l2_match_whitepapers(name):
+    """SM count and L2 size are the whitepapers' (H100 SXM5: 132 SMs, 50 MB L2; A100: 108, 40 MB ...)."""
+    acc = get_accelerator(name)
+    sms, l2 = PUBLISHED[name]
+    assert acc.sm_count == sms
+    assert acc.l2_bytes == l2 * MIB
+    assert acc.whitepaper.startswith("https://")
+
+
+@pytest.mark.parametrize("name", sorted(FP32_LANES_AND_BOOST))
+def test_sm_count_reproduces_fp32_peak(name):
+    """SMs x FP32 lanes x 2 FLOP x boost clock gives the datasheet's FP32 peak within 1 %."""
+    acc = get_accelerator(name)
+    lanes, clock = FP32_LANES_AND_BOOST[name]
+    assert_allclose(acc.sm_count * lanes * 2 * clock, acc.flops("fp32"), rtol=0.01)
+
+
+def test_every_gpu_has_sms_and_l2_or_says_why():
+    """Every catalog GPU has an SM count and L2 size; the one without (H20) says why in its notes."""
+    for acc in hardware.accelerators():
+        if acc.sm_count is None or acc.l2_bytes is None:
+            assert acc.name == "H20" and "None" in acc.notes
+            with pytest.raises(KeyError, match="no published SM count"):
+                acc.sms()
+        else:
+            assert acc.sms() == acc.sm_count and acc.l2_bytes > 0
+
+
+def test_vector_roofs():
+    """Non-tensor peaks: H100 fp16 133.8, A100 fp16 78 / bf16 39; fp32 equals the plain FP32 peak."""
+    assert get_accelerator("H100 SXM").vector_flops("fp16") == pytest.approx(133.8e12)
+    a100 = get_accelerator("A100")
+    assert a100.vector_flops("fp16") == 78e12 and a100.vector_flops("bf16") == 39e12
+    for acc in hardware.accelerators():
+        for dtype, value in acc.vector_peak_flops.items():
+            if dtype == "fp32":
+                assert value == acc.flops("fp32")
+            elif dtype in acc.peak_flops:
+                assert value < acc.flops(dtype), (acc.name, dtype)
+    with pytest.raises(KeyError, match="no vector"):
+        get_accelerator("T4").vector_flops("bf16")
+
+
+def test_bad_accelerator_fields_raise():
+    """A negative SM count or L2 size is refused with the parameter named."""
+    base = dict(
+        name="x", peak_flops={"fp32": 1.0}, memory_bandwidth=1.0, memory_capacity=1.0
+    )
+    with pytest.raises(ValueError, match="sm_count"):
+        hardware.Accelerator(**base, source="s", sm_count=0)
+    with pytest.raises(ValueError, match="l2_bytes"):
+        hardware.Accelerator(**base, source="s", l2_bytes=-1.0)
+
 
 T4_DATASHEET = "NVIDIA T4 Tensor Core GPU datasheet (951643): FP32 8.1 TFLOPS, mixed FP16/FP32 65 TFLOPS, INT8 130 TOPS, 320+ GB/s"
 A100_DATASHEET = "NVIDIA A100 datasheet (1758950-r4): TF32 156 (312*), BF16/FP16 312 (624*), FP32 19.5 TFLOPS; 1,555 GB/s (40GB), 2,039 GB/s (80GB SXM)"

@@ -23,6 +23,20 @@ from toy_models import TINY
 from helpers import inference, llm, roofline
 from helpers.hardware import Accelerator, get_accelerator
 
+
+def test_one_largest_batch_for_llama3_70b_on_8xh100():
+    """8 x 80 GiB x 0.9 = 618.5 GB, less 141.1 GB of weights, leaves 477.4 GB; a 4,097-token
+    sequence holds 1.3425 GB of KV, so 355 fit, however the quantity is reached."""
+    free = inference.free_kv_bytes("llama-3-70b", "H100", n_gpus=8)
+    assert free == pytest.approx(8 * 80 * 2**30 * 0.9 - llm.weight_bytes("llama-3-70b"))
+    assert free / 1e9 == pytest.approx(477.4, abs=0.1)
+    assert inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8) == 355
+    slo = inference.max_batch_under_slo(
+        "llama-3-70b", 4096, "H100", tbt_s=0.05, n_gpus=8
+    )
+    assert slo.batch == 355 and slo.limited_by == "memory"
+
+
 MODELS = [m.name for m in llm.models()]
 SLOW_FLOPS = Accelerator(
     "toy A",

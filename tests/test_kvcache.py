@@ -18,10 +18,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, tiers
+from helpers import inference, kvcache, llm, papers, tiers
 from helpers.hardware import Link, get_accelerator, get_link
 from helpers.kvcache import (
-    MOONCAKE_TRANSFER_ENGINE,
     best_split,
     breakeven,
     breakeven_tokens,
@@ -39,6 +38,25 @@ from helpers.llm import (
     kv_cache_bytes_per_token,
     linear_flops_per_token,
 )
+
+
+def test_mooncake_coefficients_from_the_config():
+    """Llama-3-70B: b = 2 * 12.75 = 25.5 (the paper rounds its own count to 22), a = 2 * q_dim / d
+    = 2 (causal pairs; the paper's 4 counts every query-key pair)."""
+    assert kvcache.mooncake_coefficients("llama-3-70b") == (2.0, 25.5)
+
+
+def test_mooncake_formula_with_config_coefficients_matches_prefill_cost():
+    """With the config's (a, b), Eq. 1 counts the prefill's FLOP without the lm_head, up to the
+    n vs n + 1 of the causal pairs: within 1e-4 at 8,192 tokens."""
+    m = llm.get_model("llama-3-70b")
+    n = 8192
+    eq1 = kvcache.mooncake_prefill_flops(
+        m, n, coefficients=kvcache.mooncake_coefficients(m)
+    )
+    counted = llm.prefill_cost(m, n).flops - 2.0 * m.d_model * m.vocab_size
+    assert eq1 == pytest.approx(counted, rel=1e-4)
+
 
 A800_X8 = (
     8 * 312e12
@@ -137,8 +155,10 @@ def test_hidden_size_rule_agrees_with_breakeven(model, device, ratio):
     peak = get_accelerator(device).flops("bf16")
     c_d = hidden_size_constant(m) * m.d_model
     bandwidth = peak / (c_d * ratio)  # so F / B = ratio * c d
-    rule = "transfer" if peak / bandwidth < c_d else "recompute"
-    assert breakeven(m, 1024, device, _link(bandwidth)).verdict == rule
+    rule = kvcache.hidden_size_rule(m, device, _link(bandwidth))
+    assert rule.threshold == pytest.approx(c_d, rel=1e-12)
+    assert rule.compute_per_byte == pytest.approx(ratio * c_d, rel=1e-9)
+    assert breakeven(m, 1024, device, _link(bandwidth)).verdict == rule.verdict
 
 
 def test_kv_bytes_and_transfer_time_linear_plus_latency():
@@ -571,7 +591,7 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
     """Mooncake's Transfer Engine: 87 GB/s of 100 (4 x 200 Gb/s) and 190 of 400 (8 x 400 Gb/s), Fig. 12.
     The Eq. 2 floor (5.86 GB/s at 8,192 tokens on 8 x A800, a = 4, b = 22) scaled by overlap 2 and efficiency
     0.475 needs 5.86 * 2 / 0.475 = 24.7 GB/s of line rate; the fetch time divides by the efficiency."""
-    effs = [t.efficiency for t in MOONCAKE_TRANSFER_ENGINE]
+    effs = [t.efficiency for t in papers.MOONCAKE_FIG12_TRANSFER_ENGINE]
     assert_allclose(effs, [0.87, 0.475])
     floor = reuse_bandwidth_threshold(
         "llama-3-70b", 8192, 8 * 312e12, coefficients=(4.0, 22.0)
@@ -596,3 +616,27 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
         reuse_bandwidth_threshold("llama-3-70b", 8192, 1e15, overlap=0.5)
     with pytest.raises(ValueError, match="efficiency"):
         transfer_time("llama-3-70b", 10, "cx7", efficiency=0)
+
+
+def test_hidden_size_rule_by_hand():
+    """Llama-2-7B: d = 4,096, 32 layers, gated MLP of 11,008. Linear FLOP per token
+    2 x 32 x (4 d^2 + 3 d d_ff) = 12,952,010,752; KV bytes per token 2 x 32 x 4,096 x 2 = 524,288;
+    so c d = 24,704 FLOP/byte. An A100 at 220 TFLOP/s (the article's mu P) over 100 GbE
+    (12.5 GB/s): mu P / W = 17,600 < 24,704, so fetch, 24,704 / 17,600 = 1.40x faster. The
+    rule's break-even bandwidth is 220e12 / 24,704 = 8.905 GB/s; two links halve mu P / W."""
+    mfu = 220e12 / get_accelerator("a100").flops("bf16")
+    rule = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", mfu=mfu)
+    assert rule.threshold == pytest.approx(24_704, rel=1e-12)
+    assert rule.compute_per_byte == pytest.approx(17_600, rel=1e-12)
+    assert rule.verdict == "transfer" and rule.speedup == pytest.approx(24_704 / 17_600)
+    assert kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=mfu) == pytest.approx(
+        220e12 / 24_704, rel=1e-12
+    )
+    two = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", mfu=mfu, n_links=2)
+    assert two.compute_per_byte == pytest.approx(8_800, rel=1e-12)
+    slow = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", n_gpus=4)
+    assert slow.verdict == "recompute"  # 4 x 312e12 / 12.5e9 = 99,840 > 24,704
+    with pytest.raises(ValueError, match="mfu"):
+        kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=0.0)
+    with pytest.raises(ValueError, match="n_links"):
+        kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", n_links=0)

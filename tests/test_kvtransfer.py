@@ -16,8 +16,52 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import kvtransfer, llm
+from helpers import kvcache, kvtransfer, llm
 from helpers.kvtransfer import free_port, kv_message_bytes
+
+
+def test_fit_link_through_two_points():
+    """1 kB in 1.1 µs and 11 kB in 2.1 µs: 10 kB per µs is 10 GB/s, and 1 kB takes 0.1 µs of it,
+    so the latency is 1 µs; the order of the points does not matter."""
+    link = kvtransfer.fit_link("test", [1000, 5000, 11000], [1.1e-6, 9.0, 2.1e-6])
+    assert link.bandwidth == pytest.approx(10e9) and link.latency == pytest.approx(1e-6)
+    again = kvtransfer.fit_link("test", [11000, 1000], [2.1e-6, 1.1e-6])
+    assert again.bandwidth == pytest.approx(10e9) and again.latency == pytest.approx(
+        1e-6
+    )
+    assert kvcache.transfer_time(llm.get_model("llama-2-7b"), 1, link) > link.latency
+
+
+def test_fit_link_without_a_slope():
+    """One point, or a larger transfer that was not slower: bandwidth = bytes / seconds, no latency."""
+    one = kvtransfer.fit_link("one", [4e6], [1e-3])
+    assert one.bandwidth == pytest.approx(4e9) and one.latency == 0.0
+    flat = kvtransfer.fit_link("flat", [1e6, 4e6], [1e-3, 1e-3])
+    assert flat.bandwidth == pytest.approx(4e9) and flat.latency == 0.0
+
+
+@pytest.mark.parametrize(
+    "nbytes, seconds",
+    [([1, 2], [1.0]), ([], []), ([0, 1], [1.0, 2.0]), ([1, 2], [1.0, -1.0])],
+)
+def test_fit_link_rejects_bad_measurements(nbytes, seconds):
+    """Unequal, empty, zero or negative measurements raise ValueError."""
+    with pytest.raises(ValueError, match="nbytes and seconds"):
+        kvtransfer.fit_link("bad", nbytes, seconds)
+
+
+def test_measured_breakeven():
+    """Transfer faster at 32 and 128 but slower at 64: it wins for good only from 128. Faster
+    everywhere: from the shortest. Slower at the longest: never (None)."""
+    lengths, recompute = [16, 32, 64, 128], [2.0, 2.0, 2.0, 2.0]
+    assert kvtransfer.measured_breakeven(lengths, [5, 1, 3, 1], recompute) == 128
+    assert kvtransfer.measured_breakeven(lengths, [1, 1, 1, 1], recompute) == 16
+    assert kvtransfer.measured_breakeven(lengths, [1, 1, 1, 3], recompute) is None
+    with pytest.raises(ValueError, match="increasing"):
+        kvtransfer.measured_breakeven([32, 16], [1, 1], [2, 2])
+    with pytest.raises(ValueError, match="equally long"):
+        kvtransfer.measured_breakeven([16, 32], [1], [2, 2])
+
 
 # A ModelConfig built directly (not via helpers.tinygpt) so that the spawned helper
 # processes of the clean-up tests, which import this module, do not import torch.

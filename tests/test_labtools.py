@@ -15,6 +15,76 @@ from numpy.testing import assert_allclose
 from helpers import labtools, ops
 
 
+def test_measure_sweep_keeps_every_result_in_order():
+    """Each value's measurement is kept under its value; the sweep reads like a dict."""
+    from helpers import labtools
+
+    sweep = labtools.measure_sweep([4, 1, 2], lambda v: 10 * v, progress=False)
+    assert list(sweep.items()) == [(4, 40), (1, 10), (2, 20)]
+    assert (
+        sweep[2] == 20
+        and sorted(sweep) == [1, 2, 4]
+        and max(sweep) == 4
+        and len(sweep) == 3
+    )
+    assert sweep.stopped_at is None
+
+
+def test_measure_sweep_stops_at_out_of_memory():
+    """A value that raises torch.cuda.OutOfMemoryError ends the sweep: earlier results stay, later
+    values are not tried, stopped_at names the value that did not fit."""
+    torch = pytest.importorskip("torch")
+    from helpers import labtools
+
+    tried = []
+
+    def measure(n):
+        tried.append(n)
+        if n >= 3:
+            raise torch.cuda.OutOfMemoryError("simulated")
+        return n
+
+    sweep = labtools.measure_sweep([1, 2, 3, 4], measure, progress=False)
+    assert dict(sweep) == {1: 1, 2: 2} and sweep.stopped_at == 3 and tried == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="first sweep value"):
+        labtools.measure_sweep([3, 4], measure, progress=False)
+
+
+def test_measure_sweep_other_errors_propagate_and_bad_input():
+    """Only out-of-memory is a stop; a bug is not hidden. Empty values, a non-callable, a positional
+    option and a non-boolean progress are refused."""
+    from helpers import labtools
+
+    def buggy(n):
+        raise ZeroDivisionError("bug")
+
+    with pytest.raises(ZeroDivisionError):
+        labtools.measure_sweep([1], buggy, progress=False)
+    with pytest.raises(ValueError, match="values"):
+        labtools.measure_sweep([], abs)
+    with pytest.raises(TypeError, match="measure"):
+        labtools.measure_sweep([1], 3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        labtools.measure_sweep([1], abs, "desc")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="progress"):
+        labtools.measure_sweep([1], abs, progress=1)  # type: ignore[arg-type]
+
+
+def test_measure_sweep_with_a_real_bench_measurement():
+    """On this machine: a copy sweep of 1 and 4 MiB keeps bench.Measurement objects with
+    2 * nbytes of work each (read + write)."""
+    pytest.importorskip("torch")
+    from helpers import bench, labtools
+
+    sweep = labtools.measure_sweep(
+        [1 << 20, 4 << 20],
+        lambda nbytes: bench.measure_memory_bandwidth(nbytes, repeats=3, dev="cpu"),
+        progress=False,
+    )
+    assert [m.work for m in sweep.values()] == [2.0 * (1 << 20), 2.0 * (4 << 20)]
+    assert all(m.value > 0 and m.unit == "bytes/s" for m in sweep.values())
+
+
 def test_relative_error_values():
     """(predicted - measured) / measured: 2 vs 1 is +100 %, 1 vs 2 is -50 %."""
     assert_allclose(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from toy_models import TINY
 
-from helpers import cachesim, inference, llm
+from helpers import inference, llm
 from helpers.llm import (
     attention_flops,
     decode_cost,
@@ -31,6 +31,40 @@ from helpers.llm import (
     weight_bytes,
 )
 from helpers.roofline import bound
+
+
+def test_attention_and_mlp_weights_split_a_block_in_units_of_d_squared():
+    """Llama-3-70B (d = 8192, 8 KV heads of 128, d_ff = 28,672): W_Q and W_O are d^2 each, W_K and
+    W_V d^2 / 8 each, so attention is 2.25 d^2; the gated MLP is 3 * 3.5 d^2 = 10.5 d^2; together
+    they are the block's weights."""
+    m = llm.get_model("llama-3-70b")
+    d2 = m.d_model**2
+    assert m.attention_weights() == 2.25 * d2
+    assert m.mlp_weights() == 10.5 * d2
+    assert m.layer_weights() == m.attention_weights() + m.mlp_weights()
+
+
+def test_ungated_mlp_has_two_matrices():
+    """Without gating the MLP is up and down only: 2 d d_ff."""
+    m = llm.ModelConfig("plain", 2, 64, 4, 4, 16, 256, 100, gated_mlp=False)
+    assert m.mlp_weights() == 2 * 64 * 256
+
+
+def test_attention_crossover_keys_llama2_7b():
+    """Llama-2-7B: 2 * 32 * (4 * 4096^2 + 3 * 4096 * 11008) = 12,952,010,752 FLOP of matmuls per
+    token; a key costs 4 * 32 * 4096 = 524,288 FLOP of attention; they are equal at 24,704 keys."""
+    keys = llm.attention_crossover_keys("llama-2-7b")
+    assert keys == 24_704
+    assert llm.attention_flops("llama-2-7b", keys) == pytest.approx(
+        llm.linear_flops_per_token("llama-2-7b")
+    )
+
+
+def test_attention_crossover_grows_with_the_mlp_not_the_kv_heads():
+    """GQA shrinks only W_K and W_V, so Llama-3-70B's crossover is 2 * 12.75 d^2 / (4 d) = 6.375 d
+    = 52,224 keys."""
+    assert llm.attention_crossover_keys("llama-3-70b") == pytest.approx(6.375 * 8192)
+
 
 # Parameter counts as published (the safetensors totals / model cards on Hugging Face).
 PUBLISHED_PARAMS = {
@@ -360,9 +394,7 @@ def test_prefill_cost_uses_attention_flops(tokens, model):
         + lm_head
     )
     assert_allclose(prefill_cost(m, tokens).flops, expected, rtol=1e-12)
-    assert_allclose(
-        cachesim.prefill_flops_saved(m, tokens), expected - lm_head, rtol=1e-12
-    )
+    assert_allclose(llm.prefill_flops_saved(m, tokens), expected - lm_head, rtol=1e-12)
 
 
 # --- the catalog ------------------------------------------------------------------------------
@@ -535,3 +567,34 @@ def test_speculative_decoding_raises_intensity():
     assert 3.99 < four.flops / one.flops < 4.01
     assert 1.0 < four.bytes / one.bytes < 1.001
     assert 3.99 < four.intensity / one.intensity < 4.01
+
+
+# ---------------------------------------------------------------------------
+# compute saved
+# ---------------------------------------------------------------------------
+
+
+@given(st.integers(1, 40_000), st.sampled_from(["llama-3-70b", "llama-2-7b"]))
+def test_prefill_flops_saved_is_prefix_prefill_without_lm_head(h, model):
+    """Saved FLOP for an h-token cached prefix = prefill_cost(h) minus the last token's lm_head (helpers.llm rules)."""
+    m = llm.get_model(model)
+    expected = llm.prefill_cost(model, h).flops - 2.0 * m.d_model * m.vocab_size
+    assert_allclose(llm.prefill_flops_saved(model, h), expected, rtol=1e-12)
+
+
+def test_prefill_flops_saved_is_full_minus_suffix():
+    """Full prefill minus the suffix-only cost (its tokens attend to all L keys) equals the saved FLOP."""
+    m = llm.get_model("llama-3-70b")
+    L, h = 12_000, 5_120
+    attention = lambda pairs: 4.0 * m.n_layers * m.q_dim * pairs  # noqa: E731
+    full = L * llm.linear_flops_per_token(m) + attention(L * (L + 1) / 2)
+    suffix = (L - h) * llm.linear_flops_per_token(m) + attention(
+        L * (L + 1) / 2 - h * (h + 1) / 2
+    )
+    assert_allclose(
+        llm.prefill_flops_saved(m, [0, h]), [0.0, full - suffix], rtol=1e-12
+    )
+    with pytest.raises(ValueError, match="hit_tokens"):
+        llm.prefill_flops_saved(m, [-1])
+    with pytest.raises(KeyError, match="model"):
+        llm.prefill_flops_saved("gpt-5", [1])

@@ -15,6 +15,22 @@ from helpers import hardware, offload
 from helpers.hardware import get_accelerator, get_link
 from helpers.llm import decode_cost, get_model
 
+
+def test_step_latency_is_two_crossings_per_layer():
+    """80 layers x 2 crossings x 2 µs (ConnectX-7) = 0.32 ms; the 100 GbE NIC's 10 µs gives 1.6 ms."""
+    assert offload.step_latency_s("llama-3-70b", "cx7") == pytest.approx(0.32e-3)
+    assert offload.step_latency_s("llama-3-70b", "100gbe") == pytest.approx(1.6e-3)
+
+
+def test_offload_transfer_time_is_latency_plus_traffic_over_links():
+    """Batch 355, eight ConnectX-7 ports: 0.32 ms + 355 * 80 * 36,864 B / 400 GB/s = 2.94 ms."""
+    step = offload.offload_step_time(
+        "llama-3-70b", 4096, "H100", "H20", "cx7", batch=355, n_links=8
+    )
+    assert step.transfer_s == pytest.approx(0.32e-3 + 355 * 80 * 36_864 / 400e9)
+    assert step.transfer_s == pytest.approx(2.94e-3, abs=0.005e-3)
+
+
 MODELS = ["llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b"]
 
 

@@ -18,8 +18,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import ops
-from helpers.hardware import dtype_bytes
+from helpers import ops, roofline
+from helpers.hardware import dtype_bytes, get_accelerator
 from helpers.ops import (
     OP_KINDS,
     Cost,
@@ -35,6 +35,241 @@ from helpers.ops import (
     resnet50_layers,
 )
 from helpers.roofline import ridge_point
+
+
+@pytest.mark.parametrize(
+    "d_in, d_out, dtype, expected",
+    [
+        (1024, 1024, "fp16", 2 * 1024**2),
+        (4096, 4096, "int8", 4096**2),
+        (8192, 8192, "fp32", 4 * 8192**2),
+    ],
+)
+def test_linear_weight_bytes(d_in, d_out, dtype, expected):
+    """w * d_in * d_out: 2 MiB for a 1024-wide fp16 layer, 16 MiB for a 4096-wide int8 one."""
+    assert ops.linear_weight_bytes(d_in, d_out, dtype=dtype) == expected
+
+
+def test_linear_weight_bytes_is_the_batch_independent_part_of_linear_cost():
+    """linear_cost's bytes are weights + activations * batch: the intercept of bytes(b) is the weights."""
+    one = ops.linear_cost(1, 2048, 1000, dtype="fp16", weight_dtype="int8")
+    two = ops.linear_cost(2, 2048, 1000, dtype="fp16", weight_dtype="int8")
+    assert (
+        ops.linear_weight_bytes(2048, 1000, dtype="int8") == 2 * one.bytes - two.bytes
+    )
+    with pytest.raises(ValueError, match="d_in"):
+        ops.linear_weight_bytes(0, 10)
+    with pytest.raises(KeyError, match="dtype"):
+        ops.linear_weight_bytes(10, 10, dtype="fp4")
+
+
+def test_speedup_is_the_bandwidth_ratio_when_memory_bound_and_the_peak_ratio_when_compute_bound():
+    """Chapter 2: a batch-1 4096 x 4096 bf16 layer gains 3.35 / 2.039 = 1.64x from A100 to H100
+    (memory-bound on both); an 8192**3 bf16 matmul gains 989.4 / 312 = 3.17x (compute-bound on both);
+    from H100 to H200 the matmul gains nothing and the layer 4.8 / 3.35 = 1.43x."""
+    gemv = ops.linear_cost(1, 4096, 4096, dtype="bf16")
+    big = ops.matmul_cost(8192, 8192, 8192, dtype="bf16")
+    assert_allclose(
+        ops.speedup(gemv, "A100", "H100", dtype="bf16"), 3.35e12 / 2.039e12, rtol=1e-12
+    )
+    assert_allclose(
+        ops.speedup(big, "A100", "H100", dtype="bf16"), 989.4e12 / 312e12, rtol=1e-3
+    )
+    assert_allclose(ops.speedup(big, "H100", "H200", dtype="bf16"), 1.0)
+    assert_allclose(
+        ops.speedup(gemv, "H100", "H200", dtype="bf16"), 4.8 / 3.35, rtol=1e-12
+    )
+    assert ops.speedup(gemv, "H100", "A100", dtype="bf16") < 1
+
+
+def test_speedup_with_overhead_moves_towards_one():
+    """A fixed overhead on both sides dilutes every speed-up."""
+    gemv = ops.linear_cost(1, 4096, 4096, dtype="bf16")
+    plain = ops.speedup(gemv, "A100", "H100", dtype="bf16")
+    diluted = ops.speedup(gemv, "A100", "H100", dtype="bf16", overhead=1e-3)
+    assert 1 < diluted < plain
+    with pytest.raises(TypeError, match="cost"):
+        ops.speedup((1.0, 2.0), "A100", "H100")  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        ops.speedup(gemv, "T4", "H100", dtype="bf16")  # the T4 has no bf16
+
+
+def test_gemm_utilization_hand_values():
+    """1024 x 1024 output: 64 tiles of 128 x 128 -> 64/132 of an H100, 64/80 of a T4 (two waves)."""
+    assert ops.gemm_tiles(1024, 1024) == 64
+    assert_allclose(ops.gemm_utilization(1024, 1024, "H100 SXM"), 64 / 132)
+    assert ops.gemm_utilization(1024, 1024, "T4") == 0.8
+    assert_allclose(ops.gemm_utilization(256, 256, "H100 SXM"), 4 / 132)
+    assert ops.gemm_utilization(128 * 132, 128, "H100 SXM") == 1.0
+    assert_allclose(ops.gemm_utilization(128 * 133, 128, "H100 SXM"), 133 / 264)
+    assert_allclose(ops.gemm_utilization(1024, 1024, "A100", tile=(256, 128)), 32 / 108)
+
+
+def test_tile_efficiency_hand_values():
+    """A batch of 16 on 128-row tiles does 1/8 useful work; 129 rows use 129/256 of two tiles."""
+    assert ops.tile_efficiency(16, 4096) == 0.125
+    assert ops.tile_efficiency(128, 128) == 1.0
+    assert_allclose(ops.tile_efficiency(129, 128), 129 / 256)
+    assert ops.tile_efficiency(16, 4096, tile=(16, 1)) == 1.0
+
+
+@given(
+    m=st.integers(1, 20_000),
+    n=st.integers(1, 20_000),
+    name=st.sampled_from(["T4", "A100", "H100 SXM", "L4"]),
+)
+def test_utilization_is_a_fraction_and_full_on_whole_waves(m, n, name):
+    """0 < utilization <= 1, and exactly 1 when the tiles fill whole waves."""
+    u = ops.gemm_utilization(m, n, name)
+    assert 0 < u <= 1
+    tiles = ops.gemm_tiles(m, n)
+    assert (u == 1) == (tiles % get_accelerator(name).sm_count == 0)
+
+
+@given(m=st.integers(1, 5000), k=st.integers(1, 5000), n=st.integers(1, 5000))
+def test_matmul_breakdown_never_beats_the_roofline(m, k, n):
+    """Quantization only slows the compute term: it equals whole waves of full tiles."""
+    tiled = ops.matmul_breakdown(m, k, n, "H100 SXM")
+    cost = ops.matmul_cost(m, k, n)
+    first = roofline.breakdown(cost.flops, cost.bytes, "H100 SXM")
+    assert tiled.compute_s >= first.compute_s * (1 - 1e-12)
+    assert tiled.memory_s == first.memory_s
+    waves = math.ceil(ops.gemm_tiles(m, n) / 132)
+    assert_allclose(tiled.compute_s, waves * 132 * 2 * k * 128 * 128 / 989.4e12)
+
+
+def test_gemm_bad_input():
+    """Tiles must be a pair of whole numbers; a device without SMs says so."""
+    with pytest.raises(TypeError, match="tile"):
+        ops.gemm_utilization(128, 128, "T4", tile=128)
+    with pytest.raises(ValueError, match="tile"):
+        ops.tile_efficiency(128, 128, tile=(0, 128))
+    with pytest.raises(KeyError, match="H20"):
+        ops.gemm_utilization(128, 128, "H20")
+
+
+def test_gemm_efficiency_split_k_hand_value():
+    """m=49, n=512, k=4608 on an A100: 64x64 tiles give 8 tiles, split-K 13 -> 104/108 busy x 49/64."""
+    assert_allclose(ops.gemm_efficiency(49, 512, 4608, "A100"), (104 / 108) * (49 / 64))
+    # one fixed tile, no split: the worst case the library avoids
+    assert ops.gemm_efficiency(49, 512, 4608, "A100") > 50 * ops.gemm_utilization(
+        49, 512, "A100"
+    ) * ops.tile_efficiency(49, 512)
+
+
+@given(
+    m=st.integers(1, 5000),
+    n=st.integers(1, 5000),
+    k=st.integers(1, 5000),
+    name=st.sampled_from(["T4", "A100", "H100 SXM"]),
+)
+def test_gemm_efficiency_at_least_the_fixed_tile(m, n, k, name):
+    """Choosing among tiles and splitting k never does worse than the 128 x 128 tile alone, and never above 1."""
+    fixed = ops.gemm_utilization(m, n, name) * ops.tile_efficiency(m, n)
+    best = ops.gemm_efficiency(m, n, k, name)
+    assert fixed * (1 - 1e-12) <= best <= 1
+
+
+def test_gemm_time_hand_derived_compute_bound() -> None:
+    """8192-cube bf16 on an H100 SXM, derived by hand.
+
+    No tile is padded. Tiles of 128 x 128: 4096 tiles on 132 SMs in
+    ceil(4096/132) = 32 waves keep 4096 / (32 * 132) = 0.9697 of the SMs
+    busy; 128 x 64: 8192 / (63 * 132) = 0.9851; 64 x 64: 16384 / (125 * 132)
+    = 0.9930, the best (the model does not charge small tiles for their
+    lower data reuse). FLOP = 2 * 8192^3 = 1.0995e12, at 989.4e12 * 0.9930
+    FLOP/s: 1.119 ms; bytes 3 * 8192^2 * 2 = 402.7 MB take 0.12 ms at
+    3.35 TB/s, hidden (overlap 0).
+    """
+    flops = 2 * 8192**3
+    e = 16384 / (125 * 132)
+    expected = flops / (989.4e12 * e)
+    assert_allclose(ops.gemm_time(8192, 8192, 8192, "H100 SXM"), expected, rtol=1e-12)
+
+
+def test_gemm_time_hand_derived_memory_bound() -> None:
+    """A decode-shaped fp8 GEMM (DeepGEMM's m = 64, n = 2112, k = 7168) on an H800 SXM.
+
+    Bytes: A 64 * 7168 + B 7168 * 2112 one byte each, C 64 * 2112 in bf16:
+    15,867,904 bytes, 4.737 us at 3.35 TB/s. FLOP 2 * 64 * 7168 * 2112 =
+    1.938e9 take at most 1.938e9 / 1978.9e12 / e, under 2 us for any e >= 0.5,
+    so the memory term sets the time.
+    """
+    nbytes = 64 * 7168 + 7168 * 2112 + 2 * 64 * 2112
+    t = ops.gemm_time(64, 2112, 7168, "H800 SXM", dtype="fp8", out_dtype="bf16")
+    assert_allclose(t, nbytes / 3.35e12, rtol=1e-12)
+
+
+def test_gemm_time_overlap_and_overhead_add() -> None:
+    """overlap = 1 adds the shorter term; the overhead adds as it is."""
+    m, n, k = 4096, 4096, 512
+    parts = roofline.breakdown(
+        2.0 * m * n * k,
+        2.0 * (m * k + k * n + m * n),
+        "A100 SXM4 80GB",
+        dtype="fp16",
+        mfu=ops.gemm_efficiency(m, n, k, "A100 SXM4 80GB"),
+    )
+    t = ops.gemm_time(
+        m, n, k, "A100 SXM4 80GB", dtype="fp16", overlap=1.0, overhead=3e-6
+    )
+    assert_allclose(t, parts.compute_s + parts.memory_s + 3e-6, rtol=1e-12)
+
+
+@given(
+    m=st.integers(1, 4096),
+    n=st.integers(1, 4096),
+    k=st.integers(1, 4096),
+    batch=st.integers(1, 16),
+    gpu=st.sampled_from(["T4", "A100 SXM4 80GB", "H100 SXM", "L4"]),
+)
+def test_gemm_time_never_beats_the_roofline(
+    m: int, n: int, k: int, batch: int, gpu: str
+) -> None:
+    """Quantization only slows a GEMM: the second-order time >= the datasheet roofline's, within 2x of it... or it is padding."""
+    cost = batch * ops.matmul_cost(m, k, n, dtype="fp16")
+    bound = roofline.roofline_time(cost.flops, cost.bytes, gpu, dtype="fp16")
+    t = ops.gemm_time(m, n, k, gpu, dtype="fp16", batch=batch)
+    assert t >= bound * (1 - 1e-12)
+    # the compute term is at most 1 / (tile_efficiency * wave share) slower
+    assert t <= bound / ops.gemm_efficiency(m, n, k, gpu, batch=batch) * (1 + 1e-12)
+
+
+def test_gemm_time_batch_shares_the_waves() -> None:
+    """Eight 256-cubes in one launch beat eight launches.
+
+    Alone, a 256-cube has 16 tiles of 64 x 64 and k = 256 allows no split-K:
+    16 of 132 SMs work, and its 33.6 MFLOP take 0.28 us against 0.12 us for
+    its 393 kB. Eight in one launch give 128 tiles, 128 / 132 busy: the
+    compute term is the same 0.28 us, and the launch is now memory-bound,
+    8 * 393 kB in 0.94 us, well under eight launches' 2.24 us.
+    """
+    one = ops.gemm_time(256, 256, 256, "H100 SXM")
+    eight = ops.gemm_time(256, 256, 256, "H100 SXM", batch=8)
+    assert_allclose(one, 2 * 256**3 / (989.4e12 * 16 / 132), rtol=1e-12)
+    assert_allclose(eight, 8 * 3 * 2 * 256**2 / 3.35e12, rtol=1e-12)
+    assert eight < 8 * one / 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"m": 0}, "m"),
+        ({"batch": 0}, "batch"),
+        ({"overlap": 1.5}, "overlap"),
+        ({"overhead": -1.0}, "overhead"),
+    ],
+)
+def test_gemm_time_rejects_bad_input(kwargs: dict, name: str) -> None:
+    args = {"m": 64, "n": 64, "k": 64} | kwargs
+    with pytest.raises(ValueError, match=name):
+        ops.gemm_time(args.pop("m"), args.pop("n"), args.pop("k"), "A100", **args)
+
+
+def test_gemm_time_needs_an_sm_count() -> None:
+    with pytest.raises(KeyError, match="SM count"):
+        ops.gemm_time(64, 64, 64, "H20")
+
 
 # zero or normal magnitudes: subnormal floats (5e-324) lose precision when scaled, which is float arithmetic, not the model
 amounts = st.one_of(

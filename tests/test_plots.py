@@ -17,9 +17,46 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numpy.testing import assert_allclose  # noqa: E402
 
-from helpers import batching, ops, plots  # noqa: E402
+from helpers import batching, convnets, ops, plots  # noqa: E402
 from helpers.hardware import get_accelerator  # noqa: E402
 from helpers.roofline import attainable_flops, ridge_point  # noqa: E402
+
+
+def test_label_ridges_writes_each_ridge_at_its_bend():
+    """T4: fp16 ridge 65e12 / 320e9 = 203, fp32 8.1e12 / 320e9 = 25; its missing bf16 is skipped."""
+    _, ax = plots.roofline_plot("T4", ["fp16", "fp32"])
+    plots.label_ridges(ax, "T4", dtypes=["fp16", "fp32", "bf16"])
+    texts = {t.get_text(): t.xy for t in ax.texts}
+    assert set(texts) == {"203", "25"}
+    assert_allclose(texts["203"], (65e12 / 320e9, 65e12))
+    assert_allclose(texts["25"], (8.1e12 / 320e9, 8.1e12))
+
+
+def test_label_ridges_over_several_devices():
+    """A100, H100 and H200 in bf16: ridges 153, 295 and 206 FLOP/byte."""
+    _, ax = plots.roofline_plot(["A100", "H100", "H200"], "bf16")
+    plots.label_ridges(ax, ["A100", "H100", "H200"], dtypes="bf16")
+    assert [t.get_text() for t in ax.texts] == ["153", "295", "206"]
+    with pytest.raises(KeyError):
+        plots.label_ridges(ax, ["no such GPU"])
+
+
+def test_draw_resnet50_places_every_layer():
+    """54 layers, one point each, red (C3) when memory-bound, green (C2) when compute-bound."""
+    _, ax = plots.new_figure()
+    rows = plots.draw_resnet50(ax, 1, "T4", dtype="fp16")
+    assert len(rows) == 54 and rows[-1].kind == "fc"
+    points = [
+        line
+        for line in ax.get_lines()
+        if line.get_linestyle() == "None" and not line.get_label().startswith("_")
+    ]
+    assert sum(len(line.get_xdata()) for line in points) == 54
+    memory = sum(len(line.get_xdata()) for line in points if line.get_color() == "C3")
+    assert memory == convnets.count_memory_bound(1, "T4", dtype="fp16")
+    assert "batch 1" in ax.get_title() and "T4" in ax.get_title()
+    with pytest.raises(KeyError, match="bf16"):
+        plots.draw_resnet50(ax, 1, "T4", dtype="bf16")
 
 
 def _labelled_lines(ax):
@@ -32,7 +69,7 @@ def test_new_figure_applies_style():
     assert ax.figure is fig
     assert plt.rcParams["axes.grid"] is True
     assert not ax.spines["top"].get_visible()
-    fig2, _ = plots.new_figure((3, 2))
+    fig2, _ = plots.new_figure(figsize=(3, 2))
     assert_allclose(fig2.get_size_inches(), (3, 2))
 
 

@@ -1,4 +1,4 @@
-"""Tests for helpers.prefix_reuse: prefill from a cached prefix (TinyGPT) and per-request trace replay.
+"""Tests for helpers.prefix_reuse: prefill from a cached prefix (TinyGPT); the trace replay is tested in test_tiers.py.
 
 References: Qin et al. (2025), Mooncake, FAST'25 (fetch-or-recompute per cached prefix);
 Mattson et al. (1970) (LRU stack distances, used through helpers.cachesim).
@@ -6,22 +6,14 @@ Mattson et al. (1970) (LRU stack distances, used through helpers.cachesim).
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import cachesim, hardware, inference, llm, tiers
-from helpers.prefix_reuse import (
-    ReplayedPrefill,
-    prefill_with_prefix,
-    prefix_of_cache,
-    replay_prefill,
-)
+from helpers import cachesim, tiers, traces
+from helpers.prefix_reuse import prefill_with_prefix, prefix_of_cache
 from helpers.tinygpt import TinyGPT, cache_tokens, tiny_config
 
 CONFIG = tiny_config(
@@ -43,7 +35,7 @@ def model() -> TinyGPT:
 
 @pytest.fixture(scope="module")
 def tiny_trace() -> cachesim.Trace:
-    return cachesim.load_trace("tiny")
+    return traces.load_trace("tiny")
 
 
 # ---------------------------------------------------------------------------
@@ -121,128 +113,11 @@ def test_prefill_with_prefix_bad_inputs(model):
         prefix_of_cache(cache, 0)
 
 
-# ---------------------------------------------------------------------------
-# replay_prefill
-# ---------------------------------------------------------------------------
+def test_the_replay_moved_to_tiers_and_its_old_name_warns():
+    """``prefix_reuse.replay_prefill`` (its home until the split) still reaches ``tiers.replay_prefill``."""
+    from helpers import prefix_reuse
 
-MODEL = "llama-3-70b"
-
-
-def _hierarchy(hbm_tokens: int, dram_tokens: int, pool_tokens: int) -> list[tiers.Tier]:
-    per_token = llm.kv_cache_bytes_per_token(MODEL)
-    return [
-        tiers.Tier(
-            "HBM",
-            hbm_tokens * per_token,
-            8 * hardware.get_accelerator("h800").memory_bandwidth,
-        ),
-        tiers.Tier.from_link("DRAM", dram_tokens * per_token, "pcie5", n_links=8),
-        tiers.Tier.from_link("pool", pool_tokens * per_token, "100gbe"),
-    ]
-
-
-@given(
-    hbm=st.integers(512, 4096),
-    extra=st.tuples(st.integers(1, 8192), st.integers(1, 40_000)),
-    n_gpus=st.sampled_from([1, 8]),
-)
-def test_replay_equals_tiered_prefill_per_request(tiny_trace, hbm, extra, n_gpus):
-    """Property: every request of the tiny trace gets from replay_prefill the fetch and compute seconds, the
-    fetched tiers and the prefetched time that helpers.tiers.tiered_prefill gives it for its own tier split."""
-    hierarchy = _hierarchy(hbm, hbm + extra[0], hbm + extra[0] + extra[1])
-    replay = replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=n_gpus)
-    for r in range(tiny_trace.n_requests):
-        est = tiers.tiered_prefill(
-            MODEL,
-            int(tiny_trace.input_lengths[r]),
-            hierarchy,
-            [int(c) for c in replay.cached_tokens[r]],
-            "h800",
-            n_gpus=n_gpus,
-        )
-        assert_allclose(
-            [replay.fetch_s[r], replay.compute_s[r]],
-            [est.fetch_s, est.compute_s],
-            rtol=1e-12,
-        )
-        fetched = {c.tier for c in est.chunks if c.verdict == "transfer"}
-        assert {hierarchy[k].name for k in np.flatnonzero(replay.fetched[r])} == fetched
-        assert replay.prefetched_s[r] == pytest.approx(est.prefetched_s, rel=1e-12)
-        no_cache = inference.prefill_time(
-            MODEL, int(tiny_trace.input_lengths[r]), "h800", n_gpus=n_gpus
-        )
-        assert replay.no_cache_s[r] == pytest.approx(no_cache, rel=1e-12)
-
-
-def test_replay_tier_split_matches_cachesim(tiny_trace):
-    """Served fractions equal cachesim.tier_hit_fractions (same inclusive LRU hierarchy) and sum to 1."""
-    hierarchy = _hierarchy(1024, 4096, 16384)
-    replay = replay_prefill(
-        cachesim.stack_distances(tiny_trace), hierarchy, MODEL, "h800"
-    )
-    expected = tiers.trace_fractions(tiny_trace, hierarchy, MODEL)
-    assert_allclose(replay.served_fractions(), expected, rtol=1e-12, atol=1e-15)
-    assert replay.served_fractions().sum() == pytest.approx(1.0)
-    assert replay.cached_tokens.sum(axis=1).max() <= replay.input_tokens.max()
-    assert np.all(replay.cached_tokens.sum(axis=1) <= replay.input_tokens)
-    assert (
-        isinstance(replay, ReplayedPrefill)
-        and replay.n_requests == tiny_trace.n_requests
-    )
-
-
-def test_replay_saving_grows_with_capacity(tiny_trace):
-    """More capacity never makes the trace's total prefill slower when every tier fetches faster than it recomputes."""
-    savings = []
-    for pool in (2048, 8192, 65536, 10**6):
-        hierarchy = _hierarchy(512, 1024, pool)
-        hierarchy[2] = tiers.Tier.from_link(
-            "pool", hierarchy[2].capacity_bytes, "cx7", n_links=8
-        )
-        replay = replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=8)
-        savings.append(replay.saved_fraction())
-        assert 0.0 <= replay.saved_fraction() < 1.0
-        assert replay.saved_fraction(prefetch=True) >= replay.saved_fraction() - 1e-12
-    assert np.all(np.diff(savings) >= -1e-12)
-
-
-def test_replay_no_hits_saves_nothing():
-    """A trace with no repeated block saves nothing: serial time equals the no-cache time."""
-    trace = cachesim.Trace(
-        "distinct",
-        np.arange(3),
-        np.array([600, 1000, 20]),
-        np.ones(3, dtype=np.int64),
-        np.arange(5),
-        np.array([0, 2, 4, 5]),
-    )
-    replay = replay_prefill(trace, _hierarchy(512, 1024, 4096), MODEL, "h800")
-    assert_allclose(replay.serial_s, replay.no_cache_s, rtol=1e-12)
-    assert replay.saved_fraction() == pytest.approx(0.0, abs=1e-12)
-    assert not replay.fetched.any()
-
-
-def test_replay_bad_inputs(tiny_trace):
-    """Bad inputs raise errors naming the parameter."""
-    good = _hierarchy(1024, 4096, 16384)
-    with pytest.raises(TypeError, match="trace"):
-        replay_prefill("tiny", good, MODEL, "h800")
-    with pytest.raises(ValueError, match="tier_list"):
-        replay_prefill(tiny_trace, [], MODEL, "h800")
-    with pytest.raises(TypeError, match=r"tier_list\[1\]"):
-        replay_prefill(tiny_trace, [good[0], "DRAM"], MODEL, "h800")
-    with pytest.raises(ValueError, match="tier_list"):
-        replay_prefill(tiny_trace, [good[1], good[0]], MODEL, "h800")
-    with pytest.raises(ValueError, match="n_gpus"):
-        replay_prefill(tiny_trace, good, MODEL, "h800", n_gpus=0)
-    with pytest.raises(ValueError, match="mfu"):
-        replay_prefill(tiny_trace, good, MODEL, "h800", mfu=1.5)
-    with pytest.raises(ValueError, match="block_tokens"):
-        replay_prefill(
-            cachesim.stack_distances(tiny_trace), good, MODEL, "h800", block_tokens=1024
-        )
-    with pytest.raises(KeyError):
-        replay_prefill(tiny_trace, good, "no-such-model", "h800")
-    assert math.isfinite(
-        replay_prefill(tiny_trace, good, MODEL, "h800").saved_fraction()
-    )
+    with pytest.warns(DeprecationWarning, match=r"helpers\.tiers\.replay_prefill"):
+        assert prefix_reuse.replay_prefill is tiers.replay_prefill
+    with pytest.warns(DeprecationWarning, match="ReplayedPrefill"):
+        assert prefix_reuse.ReplayedPrefill is tiers.ReplayedPrefill

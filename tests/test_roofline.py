@@ -15,8 +15,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import convnets, hardware, llm, ops
-from helpers.hardware import Accelerator, get_accelerator
+from helpers import convnets, hardware, llm, ops, roofline
+from helpers.hardware import MIB, Accelerator, get_accelerator
 from helpers.ops import Cost
 from helpers.roofline import (
     TimeBreakdown,
@@ -27,6 +27,51 @@ from helpers.roofline import (
     ridge_point,
     roofline_time,
 )
+
+
+def test_relu_on_the_vector_roof():
+    """An fp16 ReLU's compute term uses the 133.8 TFLOP/s CUDA-core rate on an H100, not 989.4."""
+    cost = ops.elementwise_cost(4096 * 4096, dtype="fp16")
+    tensor = roofline.breakdown(cost.flops, cost.bytes, "H100 SXM")
+    vector = roofline.breakdown(cost.flops, cost.bytes, "H100 SXM", roof="vector")
+    assert_allclose(vector.compute_s, 4096 * 4096 / 133.8e12, rtol=1e-12)
+    assert_allclose(vector.compute_s / tensor.compute_s, 989.4 / 133.8, rtol=1e-12)
+    assert vector.bound == "memory"  # the bound is unchanged
+    with pytest.raises(ValueError, match="roof"):
+        roofline.breakdown(1.0, 1.0, "T4", roof="cuda")
+
+
+def test_achievable_scales_ceilings_and_keeps_the_rest():
+    """80 % of an H100's 989.4 is 791.5 TFLOP/s; SMs, L2 and capacity are unchanged."""
+    h = roofline.achievable("H100 SXM", compute_fraction=0.8, memory_fraction=0.9)
+    assert_allclose(h.flops("bf16"), 0.8 * 989.4e12)
+    assert_allclose(h.vector_flops("fp16"), 0.8 * 133.8e12)
+    assert_allclose(h.memory_bandwidth, 0.9 * 3.35e12)
+    assert (h.sm_count, h.l2_bytes) == (132, 50 * MIB)
+    assert_allclose(
+        roofline.ridge_point(h, dtype="bf16"),
+        roofline.ridge_point("H100 SXM", dtype="bf16") * 0.8 / 0.9,
+    )
+    with pytest.raises(ValueError, match="compute_fraction"):
+        roofline.achievable("T4", compute_fraction=1.2, memory_fraction=0.8)
+
+
+@given(c=st.floats(0, 1e3, allow_nan=False), m=st.floats(0, 1e3, allow_nan=False))
+def test_wiring_overlap_bounds_within_two_x(c, m):
+    """Wiring (restates the code's return line): max(c, m) <= true time <= c + m <= 2 max(c, m)
+    (scaling book, "All About Rooflines"). Its value partner is test_overlap_bounds_by_hand."""
+    low, high = roofline.overlap_bounds(c, m)
+    assert low == max(c, m) and high == c + m
+    assert low <= high <= 2 * low + 1e-300
+
+
+def test_overlap_bounds_by_hand():
+    """3 ms of compute and 5 ms of memory traffic: perfectly overlapped 5 ms, serial 8 ms;
+    equal terms (4 ms, 4 ms) are the worst case, exactly 2x apart (4 and 8 ms)."""
+    assert roofline.overlap_bounds(3e-3, 5e-3) == pytest.approx((5e-3, 8e-3))
+    low, high = roofline.overlap_bounds(4e-3, 4e-3)
+    assert (low, high) == pytest.approx((4e-3, 8e-3)) and high == 2 * low
+
 
 DEVICES = ["T4", "A100", "H100 SXM", "L4", "RTX 4090"]
 positive_floats = st.floats(

@@ -12,9 +12,72 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import inference, kvcache, tiers
+from helpers import cachesim, hardware, inference, kvcache, llm, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
+
+
+def test_nvme_tier_is_a_quarter_of_a_pcie4_x16_link_per_drive():
+    """PCIe 4.0 x16 carries 31.5 GB/s, so an x4 drive 7.9 GB/s; eight drives 63 GB/s; 100 µs latency."""
+    one, eight = (
+        tiers.nvme_tier("one", 1e12),
+        tiers.nvme_tier("eight", 8e12, n_drives=8),
+    )
+    x16 = hardware.get_link("pcie4").bandwidth
+    assert one.bandwidth == pytest.approx(x16 / 4) and one.bandwidth == pytest.approx(
+        7.88e9, rel=1e-3
+    )
+    assert eight.bandwidth == pytest.approx(8 * one.bandwidth)
+    assert one.latency == tiers.NVME_LATENCY == 100e-6
+    with pytest.raises(ValueError, match="n_drives"):
+        tiers.nvme_tier("none", 1e12, n_drives=0)
+
+
+def test_example_hierarchy_is_chapter_nines():
+    """8 x H100: HBM at 8 x 3.35 TB/s, host DRAM over eight PCIe 5.0 x16 links (504 GB/s), a pool
+    over eight ConnectX-7 ports (400 GB/s), eight NVMe drives (63 GB/s); 0.1, 1.5, 15, 60 TB."""
+    levels = tiers.example_hierarchy()
+    assert [t.name for t in levels] == ["HBM", "host DRAM", "remote pool", "local SSD"]
+    assert [t.capacity_bytes for t in levels] == [100e9, 1.5e12, 15e12, 60e12]
+    assert_allclose(
+        [t.bandwidth / 1e9 for t in levels], [26_800, 504.1, 400, 63.0], rtol=1e-3
+    )
+    assert [t.latency for t in levels] == [0.0, 1e-6, 2e-6, 100e-6]
+
+
+def test_example_hierarchy_leaves_out_empty_tiers_and_follows_its_arguments():
+    """Lab 6's hierarchy: no SSD, and no pool at first; other links and GPUs scale the bandwidths."""
+    levels = tiers.example_hierarchy(
+        "h800",
+        n_gpus=4,
+        hbm_bytes=400e9,
+        dram_bytes=2e12,
+        dram_link="pcie4",
+        pool_bytes=0,
+        ssd_bytes=0,
+    )
+    assert [t.name for t in levels] == ["HBM", "host DRAM"]
+    assert levels[0].bandwidth == pytest.approx(4 * 3.35e12)
+    assert levels[1].bandwidth == pytest.approx(
+        4 * hardware.get_link("pcie4").bandwidth
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"dram_bytes": 50e9}, "dram_bytes"),
+        ({"pool_bytes": 1e12}, "pool_bytes"),
+        ({"ssd_bytes": 15e12}, "ssd_bytes"),
+        ({"hbm_bytes": 0}, "hbm_bytes"),
+        ({"pool_bytes": -1.0}, "pool_bytes"),
+    ],
+)
+def test_example_hierarchy_rejects_capacities_that_do_not_grow(kwargs, match):
+    """An inclusive hierarchy needs each tier larger than the faster ones; the message names the tier."""
+    with pytest.raises(ValueError, match=match):
+        tiers.example_hierarchy(**kwargs)
+
 
 M = "llama-3-70b"
 HBM = tiers.Tier("HBM", 40e9, 3.35e12, 0.0, "H100 datasheet")
@@ -237,15 +300,19 @@ def test_plan_chunks_is_what_tiered_prefill_does(n, counts, n_gpus):
     assert_allclose([est.fetch_s, est.compute_s], [fetch_s, compute_s], rtol=1e-12)
 
 
-def test_trace_fractions_match_cachesim():
-    """trace_fractions passes each tier's token capacity to cachesim.tier_hit_fractions (bundled tiny trace)."""
-    cachesim = pytest.importorskip("helpers.cachesim")
-    trace = cachesim.load_trace("tiny")
+def test_wiring_trace_fractions_passes_token_capacities():
+    """Wiring: trace_fractions passes each tier's token capacity to cachesim.tier_hit_fractions.
+
+    Value partner: the direct LRU simulation at each capacity (an independent replay) gives
+    tier 0 = H(2048), tier 1 = H(8192) - H(2048) and the miss share 1 - H(8192)."""
+    trace = traces.load_trace("tiny")
     small = tiers.Tier("small", 2048 * kv_cache_bytes_per_token(M), 1e12)
     large = tiers.Tier("large", 8192 * kv_cache_bytes_per_token(M), 1e11)
     got = tiers.trace_fractions(trace, [small, large], M)
     assert_allclose(got, cachesim.tier_hit_fractions(trace, [2048, 8192]))
-    assert_allclose(np.sum(got), 1.0)
+    h_small = cachesim.simulate_prefix_cache(trace, 2048).hit_rate
+    h_large = cachesim.simulate_prefix_cache(trace, 8192).hit_rate
+    assert_allclose(got, [h_small, h_large - h_small, 1 - h_large], rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -292,3 +359,136 @@ def test_bad_input_names_the_parameter(call, param):
     """Bad input raises ValueError/KeyError/TypeError whose message names the parameter."""
     with pytest.raises((ValueError, KeyError, TypeError), match=param):
         call()
+
+
+# ---------------------------------------------------------------------------
+# replay_prefill (every request of a trace through the tiers)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_trace() -> cachesim.Trace:
+    return traces.load_trace("tiny")
+
+
+MODEL = "llama-3-70b"
+
+
+def _hierarchy(hbm_tokens: int, dram_tokens: int, pool_tokens: int) -> list[tiers.Tier]:
+    per_token = llm.kv_cache_bytes_per_token(MODEL)
+    return [
+        tiers.Tier(
+            "HBM",
+            hbm_tokens * per_token,
+            8 * hardware.get_accelerator("h800").memory_bandwidth,
+        ),
+        tiers.Tier.from_link("DRAM", dram_tokens * per_token, "pcie5", n_links=8),
+        tiers.Tier.from_link("pool", pool_tokens * per_token, "100gbe"),
+    ]
+
+
+@given(
+    hbm=st.integers(512, 4096),
+    extra=st.tuples(st.integers(1, 8192), st.integers(1, 40_000)),
+    n_gpus=st.sampled_from([1, 8]),
+)
+def test_replay_equals_tiered_prefill_per_request(tiny_trace, hbm, extra, n_gpus):
+    """Property: every request of the tiny trace gets from replay_prefill the fetch and compute seconds, the
+    fetched tiers and the prefetched time that helpers.tiers.tiered_prefill gives it for its own tier split."""
+    hierarchy = _hierarchy(hbm, hbm + extra[0], hbm + extra[0] + extra[1])
+    replay = tiers.replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=n_gpus)
+    for r in range(tiny_trace.n_requests):
+        est = tiers.tiered_prefill(
+            MODEL,
+            int(tiny_trace.input_lengths[r]),
+            hierarchy,
+            [int(c) for c in replay.cached_tokens[r]],
+            "h800",
+            n_gpus=n_gpus,
+        )
+        assert_allclose(
+            [replay.fetch_s[r], replay.compute_s[r]],
+            [est.fetch_s, est.compute_s],
+            rtol=1e-12,
+        )
+        fetched = {c.tier for c in est.chunks if c.verdict == "transfer"}
+        assert {hierarchy[k].name for k in np.flatnonzero(replay.fetched[r])} == fetched
+        assert replay.prefetched_s[r] == pytest.approx(est.prefetched_s, rel=1e-12)
+        no_cache = inference.prefill_time(
+            MODEL, int(tiny_trace.input_lengths[r]), "h800", n_gpus=n_gpus
+        )
+        assert replay.no_cache_s[r] == pytest.approx(no_cache, rel=1e-12)
+
+
+def test_replay_tier_split_matches_cachesim(tiny_trace):
+    """Served fractions equal cachesim.tier_hit_fractions (same inclusive LRU hierarchy) and sum to 1."""
+    hierarchy = _hierarchy(1024, 4096, 16384)
+    replay = tiers.replay_prefill(
+        cachesim.stack_distances(tiny_trace), hierarchy, MODEL, "h800"
+    )
+    expected = tiers.trace_fractions(tiny_trace, hierarchy, MODEL)
+    assert_allclose(replay.served_fractions(), expected, rtol=1e-12, atol=1e-15)
+    assert replay.served_fractions().sum() == pytest.approx(1.0)
+    assert replay.cached_tokens.sum(axis=1).max() <= replay.input_tokens.max()
+    assert np.all(replay.cached_tokens.sum(axis=1) <= replay.input_tokens)
+    assert (
+        isinstance(replay, tiers.ReplayedPrefill)
+        and replay.n_requests == tiny_trace.n_requests
+    )
+
+
+def test_replay_saving_grows_with_capacity(tiny_trace):
+    """More capacity never makes the trace's total prefill slower when every tier fetches faster than it recomputes."""
+    savings = []
+    for pool in (2048, 8192, 65536, 10**6):
+        hierarchy = _hierarchy(512, 1024, pool)
+        hierarchy[2] = tiers.Tier.from_link(
+            "pool", hierarchy[2].capacity_bytes, "cx7", n_links=8
+        )
+        replay = tiers.replay_prefill(tiny_trace, hierarchy, MODEL, "h800", n_gpus=8)
+        savings.append(replay.saved_fraction())
+        assert 0.0 <= replay.saved_fraction() < 1.0
+        assert replay.saved_fraction(prefetch=True) >= replay.saved_fraction() - 1e-12
+    assert np.all(np.diff(savings) >= -1e-12)
+
+
+def test_replay_no_hits_saves_nothing():
+    """A trace with no repeated block saves nothing: serial time equals the no-cache time."""
+    trace = cachesim.Trace(
+        "distinct",
+        np.arange(3),
+        np.array([600, 1000, 20]),
+        np.ones(3, dtype=np.int64),
+        np.arange(5),
+        np.array([0, 2, 4, 5]),
+    )
+    replay = tiers.replay_prefill(trace, _hierarchy(512, 1024, 4096), MODEL, "h800")
+    assert_allclose(replay.serial_s, replay.no_cache_s, rtol=1e-12)
+    assert replay.saved_fraction() == pytest.approx(0.0, abs=1e-12)
+    assert not replay.fetched.any()
+
+
+def test_replay_bad_inputs(tiny_trace):
+    """Bad inputs raise errors naming the parameter."""
+    good = _hierarchy(1024, 4096, 16384)
+    with pytest.raises(TypeError, match="trace"):
+        tiers.replay_prefill("tiny", good, MODEL, "h800")
+    with pytest.raises(ValueError, match="tiers"):
+        tiers.replay_prefill(tiny_trace, [], MODEL, "h800")
+    with pytest.raises(TypeError, match=r"tiers\[1\]"):
+        tiers.replay_prefill(tiny_trace, [good[0], "DRAM"], MODEL, "h800")
+    with pytest.raises(ValueError, match="tiers"):
+        tiers.replay_prefill(tiny_trace, [good[1], good[0]], MODEL, "h800")
+    with pytest.raises(ValueError, match="n_gpus"):
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800", n_gpus=0)
+    with pytest.raises(ValueError, match="mfu"):
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800", mfu=1.5)
+    with pytest.raises(ValueError, match="block_tokens"):
+        tiers.replay_prefill(
+            cachesim.stack_distances(tiny_trace), good, MODEL, "h800", block_tokens=1024
+        )
+    with pytest.raises(KeyError):
+        tiers.replay_prefill(tiny_trace, good, "no-such-model", "h800")
+    assert math.isfinite(
+        tiers.replay_prefill(tiny_trace, good, MODEL, "h800").saved_fraction()
+    )

@@ -25,6 +25,28 @@ from helpers.tinygpt import (
     tiny_config,
 )
 
+
+def test_decode_inputs_head_is_the_first_sequences():
+    """head(b) views the first b queries and cache rows; attention over it is the first b rows of
+    the full batch's attention; b must be between 1 and the batch held."""
+    torch = pytest.importorskip("torch")
+    from helpers.tinygpt import TinyGPT, tiny_config
+
+    model = TinyGPT(tiny_config())
+    inputs = model.decode_inputs(4, model.random_kv_cache(4, 16))
+    head = inputs.head(2)
+    assert head.queries[0].shape[0] == 2 and head.cache[0][0].shape == (2, 2, 16, 32)
+    assert (
+        head.cache[0][0].data_ptr() == inputs.cache[0][0].data_ptr()
+    )  # a view, not a copy
+    torch.testing.assert_close(
+        model.decode_attention(head), model.decode_attention(inputs)[:2]
+    )
+    for bad in (0, 5):
+        with pytest.raises(ValueError, match="batch"):
+            inputs.head(bad)
+
+
 CONFIG = tiny_config(
     n_layers=2,
     d_model=64,

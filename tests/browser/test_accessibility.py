@@ -139,10 +139,10 @@ def test_every_calculator_control_has_a_label():
     import matplotlib
 
     matplotlib.use("Agg")
-    from helpers import cachesim
+    from helpers import cachesim, traces
     from helpers import calculators as cs
 
-    tiny = cachesim.load_trace("tiny")
+    tiny = traces.load_trace("tiny")
     calculators = {
         "two_ceilings": cs.two_ceilings(),
         "rooflines": cs.rooflines(),

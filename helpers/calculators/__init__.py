@@ -1,0 +1,53 @@
+"""The chapters' calculators: each a tested ``render`` function and a builder.
+
+A chapter shows its calculator with one line, e.g.
+``calculators.two_ceilings().show()``. Each builder returns a
+:class:`helpers.widgets.Calculator` whose controls (ipywidgets, with the
+chapter's defaults, built from the shared factories of
+``helpers.calculators._controls``, and from ``*_controls()`` where a chapter wants them) drive a
+``render_*`` function: ``render_*(ax, **values) -> str`` draws into ``ax``
+and returns a Markdown summary, and raises ``ValueError``/``KeyError``/
+``TypeError`` with a message naming the bad input (a batch that does not fit,
+capacities that do not grow, a dtype the device lacks), which the calculator
+shows instead of a result. The render functions need no widgets, so the tests
+call them directly.
+
+Part I (rooflines and batching), in ``helpers.calculators.part1``:
+
+* :func:`~helpers.calculators.part1.two_ceilings` (chapter 1) -- which of compute, memory and overhead
+  binds one operation, as its size varies;
+* :func:`~helpers.calculators.part1.rooflines` (chapter 2) -- rooflines of several devices and dtypes,
+  with operations placed on them;
+* :func:`~helpers.calculators.part1.batched_layer` (chapter 3) -- step time, throughput and regime of a
+  linear layer or MLP against the batch;
+* :func:`~helpers.calculators.part1.resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
+  network's step time with a per-layer overhead.
+
+Part II (serving a transformer), in ``helpers.calculators.part2``:
+
+* :func:`~helpers.calculators.part2.transformer_inference` (chapter 5) -- prefill and decode bounds, the
+  KV cache and the largest batch that fits, against the batch;
+* :func:`~helpers.calculators.part2.transfer_or_recompute` (chapter 6) -- recompute a prefix's KV cache
+  or fetch it, against the prefix length;
+* :func:`~helpers.calculators.part2.kv_pool` (chapter 7) -- a KV-cache pool's hit rate on a trace, and
+  the prefill compute it saves;
+* :func:`~helpers.calculators.part2.attention_offload` (chapter 8) -- tokens per dollar of attention
+  offload against an all-GPU baseline;
+* :func:`~helpers.calculators.part2.kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
+  part of a prompt.
+
+The renders only wire the helpers the chapters use to the controls: every
+number comes from the model modules. Dropdowns list the catalogs
+(:func:`helpers.hardware.accelerators`, :func:`helpers.hardware.links`,
+:func:`helpers.llm.models`), so a GPU or a model added there appears in every
+calculator. Units as everywhere in :mod:`helpers` (seconds, bytes, FLOP),
+except the controls' ``overhead_us``, in microseconds for the slider. An
+accelerator control is keyed ``acc`` in every calculator.
+"""
+
+from .part1 import *  # noqa: F403
+from .part1 import __all__ as _part1
+from .part2 import *  # noqa: F403
+from .part2 import __all__ as _part2
+
+__all__ = [*_part1, *_part2]

@@ -1,0 +1,149 @@
+"""Figures other papers publish that the book sets its models beside, one namespace, one naming scheme.
+
+Every name is ``<PAPER>_<WHERE>_<WHAT>`` (``MOONCAKE_FIG9_SHARE_AT_3M``: the
+Mooncake paper, Fig. 9, the share at 3 M tokens), in SI units or with the
+unit in the name, and is used by a chapter or a test (``tests/test_papers.py``
+lists which). Sources:
+
+* Mooncake: Qin et al., "Mooncake: Trading More Storage for Less Computation",
+  FAST'25 (the PDF in the Mooncake repository,
+  ``FAST25-release/Mooncake-FAST25.pdf``, commit 3b5a594).
+
+GPU measurements others published are in :mod:`helpers.published`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .kvcache import MeasuredTransfer
+
+MOONCAKE_TABLE2: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "conversation": MappingProxyType(
+            {
+                "mean_input": 12_035,
+                "mean_output": 343,
+                "cache_ratio": 0.40,
+                "requests": 12_031,
+            }
+        ),
+        "toolagent": MappingProxyType(
+            {
+                "mean_input": 8_596,
+                "mean_output": 182,
+                "cache_ratio": 0.59,
+                "requests": 23_608,
+            }
+        ),
+        "synthetic": MappingProxyType(
+            {
+                "mean_input": 15_325,
+                "mean_output": 149,
+                "cache_ratio": 0.66,
+                "requests": 3_993,
+            }
+        ),
+    }
+)
+"""Mooncake FAST'25, Table 2 ("Workload Statistics"): mean input and output tokens, "Cache Ratio", requests.
+
+The paper does not define "Cache Ratio" beyond "prefix caching ratio"
+(§5.2.1); :func:`helpers.cachesim.hit_rate_definitions` computes the candidate definitions.
+"""
+
+MOONCAKE_FIG9_SHARE_AT_3M: Mapping[str, float] = MappingProxyType(
+    {"conversation": 0.41, "toolagent": 0.75, "synthetic": 0.46, "all": 0.48}
+)
+"""Mooncake FAST'25, Fig. 9: hit rate of a 3 M-token LRU cache as a share of the workload's maximum.
+
+Read from the figure's arrow labels ("41% max" points at the Conversation
+curve, "75% max" at Tool&Agent, "46% max" at Synthetic, "48% max" at All).
+§5.3.1 adds that "a cache capacity of 50M tokens nearly reaches the
+theoretical maximum hit rate" (:data:`MOONCAKE_FIG9_NEAR_MAX_TOKENS`).
+"""
+
+MOONCAKE_FIG9_LOCAL_TOKENS = 3e6
+"""Mooncake FAST'25, §5.3.1 and Fig. 9: tokens a node's ~1 TB of local DRAM holds ("about 3 million tokens")."""
+
+MOONCAKE_FIG9_NEAR_MAX_TOKENS = 50e6
+"""Mooncake FAST'25, §5.3.1: "a cache capacity of 50M tokens nearly reaches the theoretical maximum hit rate"."""
+
+MOONCAKE_FIG10_GLOBAL_OVER_LOCAL: Mapping[str, float] = MappingProxyType(
+    {"conversation": 2.22, "toolagent": 1.38, "synthetic": 2.36}
+)
+"""Mooncake FAST'25, Fig. 10 (left, bar labels): global-cache hit rate ÷ local-cache hit rate.
+
+Setup (§5.3.2): 10 prefill nodes, 3 M tokens of cache each; local: a node
+reads only its own cache and the scheduler sends a request to the node with
+the higher prefix match; global: the ten caches are shared.
+"""
+
+MOONCAKE_FIG10_PREFILL_TIME_RATIO: Mapping[str, float] = MappingProxyType(
+    {"conversation": 0.76, "toolagent": 0.74, "synthetic": 0.52}
+)
+"""Mooncake FAST'25, Fig. 10 (right, bar labels): mean prefill GPU time, global ÷ local cache ("up to 48%" less)."""
+
+MOONCAKE_FIG10_NODES = 10
+"""Mooncake FAST'25, §5.3.2: prefill nodes in the local-against-global experiment."""
+
+
+MOONCAKE_TBT_SLOS_S = (0.1, 0.2, 0.3)
+"""Mooncake FAST'25, §5.1: its TBT thresholds, "depending on the scenario", seconds.
+
+Its TBT is "the average of the longest 10% of the token arrival intervals" of a request.
+"""
+
+MOONCAKE_FIG15_BEST_PD_RATIO = 1.0
+"""Mooncake FAST'25, §5.5 and Fig. 15: prefill nodes per decoding node at the highest effective
+request capacity ("approximately 1:1"; 16 nodes of 8 x A800, synthetic workload,
+TTFT and TBT thresholds 10 s and 100 ms)."""
+
+_MOONCAKE_FIG12 = (
+    "Qin et al., Mooncake, FAST'25, section 5.4.1 and Fig. 12 (40 GB transfers)"
+)
+
+MOONCAKE_FIG12_TRANSFER_ENGINE: tuple[MeasuredTransfer, ...] = (
+    MeasuredTransfer("4 x 200 Gb/s RDMA NICs", 4 * 200e9 / 8, 87e9, _MOONCAKE_FIG12),
+    MeasuredTransfer("8 x 400 Gb/s RDMA NICs", 8 * 400e9 / 8, 190e9, _MOONCAKE_FIG12),
+)
+"""Mooncake FAST'25, §5.4.1 and Fig. 12: its Transfer Engine moved 87 GB/s on 4 x 200 Gb/s
+(87 % of line rate) and 190 GB/s on 8 x 400 Gb/s (47.5 %). Measured by the paper's authors
+on their testbed, not in this book."""
+
+MOVED = MappingProxyType(
+    {
+        **{
+            f"cachesim.{old}": new
+            for old, new in {
+                "PAPER_TABLE2": "MOONCAKE_TABLE2",
+                "PAPER_FIG9_SHARE_AT_3M": "MOONCAKE_FIG9_SHARE_AT_3M",
+                "PAPER_FIG9_LOCAL_TOKENS": "MOONCAKE_FIG9_LOCAL_TOKENS",
+                "PAPER_FIG9_NEAR_MAX_TOKENS": "MOONCAKE_FIG9_NEAR_MAX_TOKENS",
+                "PAPER_FIG10_GLOBAL_OVER_LOCAL": "MOONCAKE_FIG10_GLOBAL_OVER_LOCAL",
+                "PAPER_FIG10_PREFILL_TIME_RATIO": "MOONCAKE_FIG10_PREFILL_TIME_RATIO",
+                "PAPER_FIG10_NODES": "MOONCAKE_FIG10_NODES",
+            }.items()
+        },
+        "serving.MOONCAKE_TBT_SLOS_S": "MOONCAKE_TBT_SLOS_S",
+        "serving.MOONCAKE_FIG15_BEST_PD_RATIO": "MOONCAKE_FIG15_BEST_PD_RATIO",
+        "kvcache.MOONCAKE_TRANSFER_ENGINE": "MOONCAKE_FIG12_TRANSFER_ENGINE",
+    }
+)
+"""Where each figure lived before it moved here (``module.OLD`` -> name here); the old names warn."""
+
+
+__all__ = [
+    "MOONCAKE_FIG10_GLOBAL_OVER_LOCAL",
+    "MOONCAKE_FIG10_NODES",
+    "MOONCAKE_FIG10_PREFILL_TIME_RATIO",
+    "MOONCAKE_FIG12_TRANSFER_ENGINE",
+    "MOONCAKE_FIG15_BEST_PD_RATIO",
+    "MOONCAKE_FIG9_LOCAL_TOKENS",
+    "MOONCAKE_FIG9_NEAR_MAX_TOKENS",
+    "MOONCAKE_FIG9_SHARE_AT_3M",
+    "MOONCAKE_TABLE2",
+    "MOONCAKE_TBT_SLOS_S",
+    "MOVED",
+]
