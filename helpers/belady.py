@@ -117,7 +117,7 @@ def simulate(
     Returns
     -------
     helpers.cachesim.CacheStats
-        With ``policy="belady"``; ``hit_rate`` is token-weighted, ``block_hit_rate`` per block.
+        ``hit_rate`` is token-weighted, ``block_hit_rate`` per block.
     """
     if block_tokens is None:
         block_tokens = trace.block_tokens if isinstance(trace, Trace) else 0
@@ -164,7 +164,6 @@ def simulate(
     return CacheStats(
         capacity_tokens=float(capacity_tokens),
         block_tokens=trace.block_tokens,
-        policy="belady",
         hit_tokens=hit_tokens,
         input_tokens=trace.input_tokens,
         hit_blocks=hit_blocks,

@@ -40,6 +40,8 @@ KERNEL_FLOOR_S: Mapping[str, float] = MappingProxyType(
         "Ampere": 1.84e-6,
         "Ada": 1.84e-6,
         "Hopper": 1.84e-6,
+        "Blackwell": 1.84e-6,
+        "CDNA 3": 1.84e-6,
     }
 )
 """GPU-side time of a kernel that does (almost) nothing, per GPU generation (s).
@@ -51,7 +53,8 @@ histogram kernel on an RTX 3060 Laptop GPU (Ampere GA106) takes
 0.001844 ms per launch (github.com/R100001/Programming-Massively-Parallel-Processors,
 ``Performance-Tests-NvBench/histogram/BenchResults.md``, run 1 of 350,
 "Batch: 0.001844ms GPU"). No comparable published measurement was found for
-the other generations, so the Ampere figure stands in for them; a measured
+the other generations (AMD's CDNA 3 included), so the Ampere figure stands in
+for them; a measured
 one replaces its entry here. It is a floor: cuBLAS GEMMs and cuDNN
 convolutions add their own prologue, epilogue and tail on top.
 """
@@ -65,11 +68,14 @@ _GENERATION = (
     ("L4", "Ada"),
     ("RTX 4090", "Ada"),
     ("H", "Hopper"),
+    ("B", "Blackwell"),
+    ("GB", "Blackwell"),
+    ("MI3", "CDNA 3"),
 )
 
 
 def generation(acc: str | Accelerator) -> str:
-    """The GPU generation (architecture) of a catalog accelerator: Volta, Turing, Ampere, Ada or Hopper."""
+    """The GPU generation (architecture) of a catalog accelerator: Volta, Turing, Ampere, Ada, Hopper, Blackwell or CDNA 3."""
     name = get_accelerator(acc).name
     for prefix, gen in _GENERATION:
         if name.startswith(prefix):

@@ -60,7 +60,7 @@ def test_calibration_table_has_one_row_per_constant() -> None:
 
 
 def test_worst_table_is_sorted_by_error() -> None:
-    rows = reports.worst_markdown("gemm", 3).splitlines()[2:]
+    rows = reports.worst_markdown("gemm", n=3).splitlines()[2:]
     errors = [abs(float(r.rstrip(" |").split("|")[-1].strip(" %"))) for r in rows]
     assert len(rows) == 3 and errors == sorted(errors, reverse=True)
 

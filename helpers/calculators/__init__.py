@@ -36,6 +36,11 @@ Part II (serving a transformer), in ``helpers.calculators.part2``:
 * :func:`~helpers.calculators.part2.kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
   part of a prompt.
 
+Many GPUs, in ``helpers.calculators.many_gpus``:
+
+* :func:`~helpers.calculators.many_gpus.parallelism` (chapter 10) -- what tensor or context
+  parallelism's collectives cost against the compute they split.
+
 The renders only wire the helpers the chapters use to the controls: every
 number comes from the model modules. Dropdowns list the catalogs
 (:func:`helpers.hardware.accelerators`, :func:`helpers.hardware.links`,
@@ -45,9 +50,11 @@ except the controls' ``overhead_us``, in microseconds for the slider. An
 accelerator control is keyed ``acc`` in every calculator.
 """
 
+from .many_gpus import *  # noqa: F403
+from .many_gpus import __all__ as _many_gpus
 from .part1 import *  # noqa: F403
 from .part1 import __all__ as _part1
 from .part2 import *  # noqa: F403
 from .part2 import __all__ as _part2
 
-__all__ = [*_part1, *_part2]
+__all__ = [*_part1, *_part2, *_many_gpus]

@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators_parallel`: chapter 10's calculator wires multigpu to its controls."""
+"""Tests for :mod:`helpers.calculators.many_gpus`: chapter 10's calculator wires multigpu to its controls."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from helpers import calculators_parallel as cp
 from helpers import multigpu, plots
+from helpers.calculators import many_gpus as cp
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Chapter 10's calculator: what tensor or context parallelism costs a model, against the tokens of the work.
 
-Same pattern as :mod:`helpers.calculators`: :func:`render_parallelism` draws
+Same pattern as the other calculators: :func:`render_parallelism` draws
 and returns a Markdown summary (and raises ``ValueError``/``KeyError`` naming
 a bad input), :func:`parallelism` wires it to ipywidgets controls. Every number
 comes from :mod:`helpers.multigpu`; the dropdowns list the catalogs, so a link
@@ -15,9 +15,9 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.axes import Axes
 
-from . import hardware, llm, multigpu, plots
-from .formatting import format_si
-from .widgets import Calculator
+from .. import hardware, llm, multigpu, plots
+from ..formatting import format_si
+from ..widgets import Calculator
 
 __all__ = ["render_parallelism", "parallelism"]
 
