@@ -46,10 +46,9 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   them, what their prompts cost to prefill
 * :mod:`helpers.cachesim` -- prefix-cache hit rates of a trace, at every
   capacity in one pass
-* :mod:`helpers.routing` -- a trace routed over nodes with one cache each,
+* :mod:`helpers.routing` -- a trace routed over nodes with one cache each (hot prefixes copied or not),
   against one pooled cache
 * :mod:`helpers.belady` -- Bélády's optimal replacement: the hit-rate bound beside LRU
-* :mod:`helpers.routing_sim` -- routing with copy-on-route replication of hot prefixes
 * :mod:`helpers.multigpu` -- what parallelism costs a model: TP, EP, CP and PP collectives
 * :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
   prefill, and every request of a trace through a tier hierarchy
@@ -107,7 +106,6 @@ MODULES: dict[str, tuple[str, ...]] = {
         "cachesim",
         "belady",
         "routing",
-        "routing_sim",
         "prefix_reuse",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),

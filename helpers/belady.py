@@ -42,7 +42,8 @@ import math
 import numpy as np
 
 from . import _validate
-from .cachesim import CacheStats, Trace
+from .cachesim import CacheStats
+from .traces import Trace
 
 __all__ = ["next_use", "simulate", "hit_rate_curve"]
 
@@ -52,7 +53,7 @@ _NEVER = np.iinfo(np.int64).max
 def _check(trace: object, block_tokens: object) -> Trace:
     if not isinstance(trace, Trace):
         raise TypeError(
-            f"trace must be a Trace (from cachesim.load_trace), got {type(trace).__name__}"
+            f"trace must be a Trace (from traces.load_trace), got {type(trace).__name__}"
         )
     block_tokens = _validate.positive_int("block_tokens", block_tokens)
     if block_tokens != trace.block_tokens:
@@ -78,7 +79,7 @@ def next_use(trace: Trace) -> np.ndarray:
     """
     if not isinstance(trace, Trace):
         raise TypeError(
-            f"trace must be a Trace (from cachesim.load_trace), got {type(trace).__name__}"
+            f"trace must be a Trace (from traces.load_trace), got {type(trace).__name__}"
         )
     ids = trace.block_ids.tolist()
     off = trace.offsets.tolist()
@@ -108,7 +109,7 @@ def simulate(
     Parameters
     ----------
     trace : Trace
-        From :func:`helpers.cachesim.load_trace`.
+        From :func:`helpers.traces.load_trace`.
     capacity_tokens : float
         Cache size in tokens, > 0 (``math.inf`` for unlimited).
     block_tokens : int, optional

@@ -75,7 +75,7 @@ _GENERATION = (
 
 
 def generation(acc: str | Accelerator) -> str:
-    """The GPU generation (architecture) of a catalog accelerator: Volta, Turing, Ampere, Ada, Hopper, Blackwell or CDNA 3."""
+    """The GPU generation of a catalog accelerator: Volta, Turing, Ampere, Ada, Hopper, Blackwell or CDNA 3."""
     name = get_accelerator(acc).name
     for prefix, gen in _GENERATION:
         if name.startswith(prefix):

@@ -64,16 +64,29 @@ LinkLike = str | Link | _AsLink
 Verdict = Literal["transfer", "recompute"]
 """Which way a KV cache should reach the GPU."""
 
-recompute_time = prefill_time
-"""Seconds to recompute the KV cache of a ``tokens``-token prefix: it is prefilling it.
 
-The same function as :func:`helpers.inference.prefill_time`, under the name
-this module's comparisons use: ``recompute_time(model, tokens, acc, *,
-dtype="bf16", n_gpus=1, mfu=1.0)``, the roofline time of
-:func:`helpers.llm.prefill_cost` on ``n_gpus`` devices (work split evenly,
-communication ignored) whose peak FLOP/s are scaled by ``mfu`` (1 = the
-datasheet peak, the most favourable case for recomputing).
-"""
+def recompute_time(
+    model: str | ModelConfig,
+    tokens: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+) -> float:
+    """Seconds to recompute the KV cache of a ``tokens``-token prefix: it is prefilling it.
+
+    :func:`helpers.inference.prefill_time` with ``link=None``: the roofline
+    time of :func:`helpers.llm.prefill_cost` on ``n_gpus`` devices (work
+    split evenly) whose peak FLOP/s are scaled by ``mfu`` (1 = the datasheet
+    peak), with the tensor-parallel all-reduces left out. It is therefore a
+    lower bound on recomputing, the most favourable case for it: a verdict
+    "transfer" holds a fortiori once communication is charged
+    (:mod:`helpers.multigpu` and Chapter 10 add it).
+    """
+    return prefill_time(
+        model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
+    )
 
 
 @dataclass(frozen=True)

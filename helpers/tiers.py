@@ -8,7 +8,8 @@ to recompute it** (:func:`tiered_prefill`). Prefetching overlaps the fetches
 with computation (:func:`helpers.kvcache.pipelined_time`).
 
 Conventions: SI units; a tier's bandwidth is what one request's fetch gets;
-recompute and prefill times are roofline times (:func:`helpers.inference.prefill_time`);
+recompute and prefill times are roofline times (:func:`helpers.inference.prefill_time`
+with ``link=None``: no tensor-parallel communication, as in :func:`helpers.kvcache.recompute_time`);
 a fetch from a tier is :func:`helpers.kvcache.transfer_time` with the tier as the link.
 
 References
@@ -196,7 +197,9 @@ def _prefill(
 ) -> float:
     if tokens == 0:
         return 0.0
-    return prefill_time(model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    return prefill_time(
+        model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
+    )
 
 
 def span_compute_time(
@@ -219,7 +222,7 @@ def span_compute_time(
     ``start = 0`` gives :func:`helpers.inference.prefill_time`.
     """
     return suffix_prefill_time(
-        model, start, stop, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        model, start, stop, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
     )
 
 
@@ -477,7 +480,7 @@ def tier_verdicts(
     """
     prefix_tokens = _validate.positive_int("prefix_tokens", prefix_tokens)
     recompute = prefill_time(
-        model, prefix_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
+        model, prefix_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
     )
     out = []
     for tier in tiers:
@@ -673,7 +676,7 @@ def replay_prefill(
     @functools.cache
     def prefill(tokens: int) -> float:
         return (
-            prefill_time(m, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+            prefill_time(m, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None)
             if tokens
             else 0.0
         )

@@ -186,12 +186,18 @@ def test_transfer_time_affine_in_tokens(a, b):
     assert_allclose(t(a + b) + get_link("pcie5x16").latency, t(a) + t(b), rtol=1e-9)
 
 
-def test_recompute_time_is_prefill_time():
-    """Recomputing a prefix's KV cache is prefilling it: one function under two names (not a copy that may drift).
+def test_recompute_time_is_prefill_time_without_communication():
+    """Recomputing a prefix's KV cache is prefilling it, with the tensor-parallel all-reduces left out (a lower bound).
 
-    Its values are derived by hand in tests/test_inference.py (test_prefill_llama3_70b_on_8_h100_by_hand).
+    On one GPU there is nothing to leave out, so it equals inference.prefill_time; on 8 H100s it equals
+    prefill_time(link=None) and is shorter than the default, which charges 2 all-reduces per layer.
+    Values are derived by hand in tests/test_inference.py (test_prefill_llama3_70b_on_8_h100_by_hand).
     """
-    assert recompute_time is inference.prefill_time
+    m = "llama-3-70b"
+    assert recompute_time(m, 4096, "h100") == inference.prefill_time(m, 4096, "h100")
+    bound = recompute_time(m, 4096, "h100", n_gpus=8)
+    assert bound == inference.prefill_time(m, 4096, "h100", n_gpus=8, link=None)
+    assert bound < inference.prefill_time(m, 4096, "h100", n_gpus=8)
 
 
 def test_breakeven_fields():

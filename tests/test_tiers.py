@@ -148,7 +148,9 @@ def test_no_cache_is_a_full_prefill():
     """With nothing cached the estimate is inference.prefill_time of the whole prompt, no fetch."""
     est = tiers.tiered_prefill(M, 3000, [HBM], [0], "h100", n_gpus=8)
     assert est.chunks == () and est.fetch_s == 0
-    assert_allclose(est.compute_s, inference.prefill_time(M, 3000, "h100", n_gpus=8))
+    assert_allclose(
+        est.compute_s, inference.prefill_time(M, 3000, "h100", n_gpus=8, link=None)
+    )
 
 
 def test_span_compute_time_telescopes():
@@ -174,7 +176,7 @@ def test_caching_never_slower_than_recomputing_everything(n, weights, n_gpus):
     est = tiers.expected_prefill_time(
         M, n, [HBM, DRAM, SSD], fractions, "h100", n_gpus=n_gpus
     )
-    full = inference.prefill_time(M, n, "h100", n_gpus=n_gpus)
+    full = inference.prefill_time(M, n, "h100", n_gpus=n_gpus, link=None)
     assert est.serial_s <= full * (1 + 1e-9)
     assert est.hidden_s <= est.prefetched_s * (
         1 + 1e-12
@@ -292,7 +294,9 @@ def test_plan_chunks_is_what_tiered_prefill_does(n, counts, n_gpus):
         n,
         counts,
         lambda k, t: kvcache.transfer_time(M, t, levels[k]),
-        lambda t: inference.prefill_time(M, t, "h100", n_gpus=n_gpus) if t else 0.0,
+        lambda t: (
+            inference.prefill_time(M, t, "h100", n_gpus=n_gpus, link=None) if t else 0.0
+        ),
     )
     assert [(c.tier, c.start, c.stop, c.verdict == "transfer") for c in est.chunks] == [
         (levels[k].name, a, b, fetched) for k, a, b, _, _, fetched in plans
@@ -415,7 +419,7 @@ def test_replay_equals_tiered_prefill_per_request(tiny_trace, hbm, extra, n_gpus
         assert {hierarchy[k].name for k in np.flatnonzero(replay.fetched[r])} == fetched
         assert replay.prefetched_s[r] == pytest.approx(est.prefetched_s, rel=1e-12)
         no_cache = inference.prefill_time(
-            MODEL, int(tiny_trace.input_lengths[r]), "h800", n_gpus=n_gpus
+            MODEL, int(tiny_trace.input_lengths[r]), "h800", n_gpus=n_gpus, link=None
         )
         assert replay.no_cache_s[r] == pytest.approx(no_cache, rel=1e-12)
 

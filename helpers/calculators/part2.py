@@ -66,20 +66,19 @@ def render_transformer_inference(
     ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
 ) -> str:
     """Chapter 5: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
-    step = inference.decode_step(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
-    )
-    prefill = inference.prefill_step(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus
-    )
+    bound: dict[str, Any] = {
+        "dtype": dtype,
+        "n_gpus": n_gpus,
+        "link": None,
+    }  # no TP comm
+    step = inference.decode_step(model, context, acc, batch=batch, **bound)
+    prefill = inference.prefill_step(model, context, acc, batch=batch, **bound)
     fit = inference.max_decode_batch(model, context, acc, n_gpus=n_gpus, dtype=dtype)
     kv_seq = llm.kv_cache_bytes(model, context + 1, dtype=dtype)
     sweep = _controls.batch_grid(max(4 * batch, 2 * max(fit, 1), 64), points=60)
     times = np.array(
         [
-            inference.decode_step_time(
-                model, context, acc, batch=int(b), dtype=dtype, n_gpus=n_gpus
-            )
+            inference.decode_step_time(model, context, acc, batch=int(b), **bound)
             for b in sweep
         ]
     )
@@ -385,7 +384,13 @@ def render_attention_offload(
     base = [
         b
         / inference.decode_step_time(
-            model, context, compute, batch=int(b), dtype=dtype, n_gpus=n_baseline
+            model,
+            context,
+            compute,
+            batch=int(b),
+            dtype=dtype,
+            n_gpus=n_baseline,
+            link=None,  # offload's model has no TP communication either
         )
         for b in base_b
     ]
