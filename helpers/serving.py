@@ -255,6 +255,7 @@ def pd_ratio(
     dtype: str = "bf16",
     n_gpus: int = 1,
     mfu: float = 1.0,
+    link: str | Link | None = AUTO,
 ) -> PdRatio:
     """Prefill instances per decode instance for requests of ``input_tokens`` in, ``output_tokens`` out.
 
@@ -289,13 +290,10 @@ def pd_ratio(
             f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
         )
     batch = _validate.positive_int("batch", batch)
-    prefill_s = suffix_prefill_time(
-        model, hit_tokens, input_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
-    )
+    opts = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu, "link": link}
+    prefill_s = suffix_prefill_time(model, hit_tokens, input_tokens, acc, **opts)
     context = mean_decode_context(input_tokens, output_tokens)
-    step = decode_step_time(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu
-    )
+    step = decode_step_time(model, context, acc, batch=batch, **opts)
     decode_s = output_tokens * step / batch
     return PdRatio(prefill_s=prefill_s, decode_s=decode_s, ratio=prefill_s / decode_s)
 
