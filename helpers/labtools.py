@@ -185,8 +185,15 @@ def timed_sweep(
     desc: str = "sweep",
     progress: bool = True,
     dev: Any = None,
+    amortized: bool = False,
+    graph: bool = False,
 ) -> TimedSweep:
     """Time ``make_call(value)()`` for each value with :func:`helpers.bench.time_fn`.
+
+    ``amortized=True`` times with :func:`helpers.bench.time_amortized` instead
+    (many calls in one window of at least 1 ms, per call; ``graph`` replays
+    them from a CUDA graph): per-layer and per-step times whose single calls
+    would be shorter than their dispatch.
 
     ``make_call(value)`` allocates what the call needs (inputs, a layer) and
     returns a zero-argument function that does the work once. The sweep is
@@ -201,11 +208,17 @@ def timed_sweep(
         raise TypeError("make_call must be callable")
     repeats = _validate.positive_int("repeats", repeats)
     warmup = _validate.non_negative_int("warmup", warmup)
+
+    def timed(value: Any) -> Any:
+        if amortized:
+            return bench.time_amortized(
+                make_call(value), warmup=warmup, repeats=repeats, dev=dev, graph=graph
+            )
+        return bench.time_fn(make_call(value), warmup=warmup, repeats=repeats, dev=dev)
+
     timings = measure_sweep(
         values,
-        lambda value: bench.time_fn(
-            make_call(value), warmup=warmup, repeats=repeats, dev=dev
-        ),
+        timed,
         desc=desc,
         progress=progress,
     )
