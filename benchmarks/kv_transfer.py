@@ -49,6 +49,7 @@ def run_section(rounds: int = 3, tokens: tuple[int, ...] = TOKENS) -> dict[str, 
             warmup=2,
             backend=backend,
             prefill=False,
+            device="cuda" if backend == "nccl" else "cpu",  # gloo here moves host memory
             timeout=300,
         )
         for result in sent:

@@ -683,16 +683,19 @@ def enable_colab_widgets() -> bool:
     return True
 
 
-def provenance_note(device_name: str, *, cores: int | None = None) -> str:
+def provenance_note(
+    device_name: str, *, cores: int | None = None, gpu_sizes: bool = True
+) -> str:
     """The note a lab prints about where its outputs come from, from the device this run used.
 
     A GPU run names the GPU; a CPU run names the CPU and its cores (default
-    ``os.cpu_count()``) and says that GPU runs use the lab's larger sizes.
+    ``os.cpu_count()``) and, with ``gpu_sizes``, says that a GPU run uses the
+    lab's larger sizes.
 
     >>> provenance_note("Tesla T4")
     'The outputs on this page come from a run on **Tesla T4**.'
-    >>> provenance_note("CPU: AMD EPYC (1 threads)", cores=2).split("; ")[0][-37:]
-    'a machine with 2 CPU cores and no GPU'
+    >>> provenance_note("CPU: AMD EPYC (1 threads)", cores=2, gpu_sizes=False)
+    'The outputs on this page come from a run on **CPU: AMD EPYC (1 threads)**, 2 CPU cores.'
     """
     import os
 
@@ -701,11 +704,10 @@ def provenance_note(device_name: str, *, cores: int | None = None) -> str:
     if not name.lower().startswith("cpu"):
         return sentence + "."
     cores = os.cpu_count() if cores is None else _validate.positive_int("cores", cores)
-    return (
-        sentence
-        + f", a machine with {cores} CPU cores and no GPU; on a GPU the lab uses "
-        "the larger sizes it names."
-    )
+    sentence += f", {cores} CPU cores"
+    if gpu_sizes:
+        sentence += "; on a GPU the lab uses the larger sizes it names"
+    return sentence + "."
 
 
 _NO_KERNEL = frozenset(
@@ -811,3 +813,25 @@ def required_growth(
         per_kernel_s=per_kernel_s,
     )
     return min(cap, margin * ratio)
+
+
+def extra_weight_passes(
+    t_first: float, t_second: float, *, weight_bytes: float, bandwidth: float
+) -> float:
+    """Extra passes over a layer's weights that a step up in batch costs: ``max(0, t2 - t1) / (w / W)``.
+
+    Below the knee the roofline expects the same time at both batches (the
+    weights are read once either way), so any growth is counted in units of
+    one pass over the ``weight_bytes`` at ``bandwidth``. On a CPU this is the
+    weight packing that :mod:`helpers.calibration` fits as ``pack_passes``
+    (the library copies the weights into its blocked layout on every eager
+    GEMM call, but not for a matrix-vector product at batch 1).
+
+    >>> round(extra_weight_passes(0.018, 0.0365, weight_bytes=256e6, bandwidth=14e9), 2)
+    1.01
+    """
+    t_first = _validate.positive("t_first", t_first)
+    t_second = _validate.positive("t_second", t_second)
+    weight_bytes = _validate.positive("weight_bytes", weight_bytes)
+    bandwidth = _validate.positive("bandwidth", bandwidth)
+    return max(0.0, t_second - t_first) / (weight_bytes / bandwidth)

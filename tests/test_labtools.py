@@ -304,7 +304,7 @@ def test_provenance_note_names_the_device_of_the_run():
         "The outputs on this page come from a run on **NVIDIA H200**."
     )
     cpu = labtools.provenance_note("CPU: AMD EPYC 7B13 (1 threads)", cores=2)
-    assert "2 CPU cores and no GPU" in cpu
+    assert "2 CPU cores; on a GPU the lab uses the larger sizes" in cpu
     with pytest.raises(ValueError, match="cores"):
         labtools.provenance_note("CPU: x", cores=0)
 
@@ -419,3 +419,17 @@ def test_lab5_checks_hold_on_t4_and_h200_by_the_model(
     assert t_lin(2) < 1.8 * t_lin(1)
     assert t_lin(256) / 256 < t_lin(1)
     assert P > 0
+
+
+def test_extra_weight_passes_counts_growth_in_weight_passes():
+    """256 MB of weights at 14 GB/s is 18.3 ms a pass; 18 ms -> 36.5 ms is one more pass, no growth none."""
+    passes = labtools.extra_weight_passes(
+        0.018, 0.0365, weight_bytes=256e6, bandwidth=14e9
+    )
+    assert passes == pytest.approx(0.0185 / (256e6 / 14e9))
+    assert (
+        labtools.extra_weight_passes(0.02, 0.019, weight_bytes=1e6, bandwidth=1e9)
+        == 0.0
+    )
+    with pytest.raises(ValueError, match="weight_bytes"):
+        labtools.extra_weight_passes(1.0, 2.0, weight_bytes=0, bandwidth=1.0)
