@@ -95,11 +95,25 @@ class PoolAddress:
     hostname: str = _HOST
 
 
+def _load_cuda_runtime() -> None:
+    """Import torch, if present, before ``mooncake.store``.
+
+    The CUDA build's ``store.so`` links against ``libcudart.so.12``, which a
+    spawned worker finds on the loader's path only once torch has loaded the
+    CUDA runtime of its NVIDIA wheels; without torch, nothing is done.
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
 def unavailable_reason() -> str | None:
     """Why a Mooncake pool cannot run here (``None`` if it can): package, binary or libraries missing."""
     if _master_binary() is None:
         return "mooncake_master was not found (pip install mooncake-transfer-engine-non-cuda)"
     try:
+        _load_cuda_runtime()
         from mooncake.store import MooncakeDistributedStore  # noqa: F401
     except ImportError as exc:  # a missing libibverbs/librdmacm shows up here
         return f"mooncake.store does not import: {exc}"
@@ -536,6 +550,7 @@ def connect(
                 f"the Mooncake {what} at {host}:{port} does not accept connections "
                 f"(is mooncake_master running?)"
             )
+    _load_cuda_runtime()
     from mooncake.store import MooncakeDistributedStore
 
     store = MooncakeDistributedStore()
