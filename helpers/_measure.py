@@ -52,7 +52,7 @@ def summarize_samples(samples: Sequence[float]) -> tuple[float, float]:
     return statistics.median(values), spread
 
 
-def free_port(host: str = LOOPBACK) -> int:
+def free_port(*, host: str = LOOPBACK) -> int:
     """A TCP port on ``host`` that was free a moment ago (bind to port 0, read it, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -98,6 +98,7 @@ def _collect(
 def run_children(
     targets: Sequence[tuple[Callable[..., None], tuple]],
     timeout: float,
+    *,
     on_parent: Callable[[float], Any] | None = None,
 ) -> list[Any]:
     """Start one spawned process per ``(function, args)``, each given a result queue as last argument.

@@ -220,7 +220,7 @@ def start_local_pool(*, timeout: float = 30.0, host: str = _HOST) -> LocalPool:
     reason = unavailable_reason()
     if reason is not None:
         raise RuntimeError(f"cannot start a Mooncake pool: {reason}")
-    rpc, http, metrics = (free_port(host) for _ in range(3))
+    rpc, http, metrics = (free_port(host=host) for _ in range(3))
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [
@@ -358,13 +358,17 @@ class PoolClient:
             self._registered[ptr] = (size, t)
         return True
 
-    def unregister(self, tensors: Sequence[Any] | None = None) -> None:
-        """Unregister ``tensors`` (default: every registered buffer)."""
-        ptrs = (
-            list(self._registered)
-            if tensors is None
-            else [t.data_ptr() for t in tensors if t.data_ptr() in self._registered]
+    def unregister(self, tensors: Sequence[Any]) -> None:
+        """Unregister the buffers of ``tensors`` (those not registered are skipped)."""
+        self._unregister(
+            [t.data_ptr() for t in tensors if t.data_ptr() in self._registered]
         )
+
+    def unregister_all(self) -> None:
+        """Unregister every buffer this client registered."""
+        self._unregister(list(self._registered))
+
+    def _unregister(self, ptrs: Sequence[int]) -> None:
         for ptr in ptrs:
             self._store.unregister_buffer(ptr)
             del self._registered[ptr]
@@ -510,7 +514,7 @@ class PoolClient:
     def close(self) -> None:
         """Leave the pool (the objects in this client's segment go with it)."""
         if self._store is not None:
-            self.unregister()
+            self.unregister_all()
             self._store.close()
             self._store = None
 

@@ -175,7 +175,9 @@ class Rendezvous:
 _RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
 
-def rendezvous_from_env(environ: Mapping[str, str] | None = None) -> Rendezvous | None:
+def rendezvous_from_env(
+    *, environ: Mapping[str, str] | None = None
+) -> Rendezvous | None:
     """The :class:`Rendezvous` named by ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and ``WORLD_SIZE``.
 
     ``environ`` defaults to ``os.environ``. Returns ``None`` when none of the
@@ -663,7 +665,9 @@ def socket_transfer(
 
     try:
         _, (samples, verified) = run_children(
-            [(_socket_sender, (port, sizes, warmup + repeats, seed))], timeout, receive
+            [(_socket_sender, (port, sizes, warmup + repeats, seed))],
+            timeout,
+            on_parent=receive,
         )
     finally:
         server.close()
@@ -745,7 +749,9 @@ def shared_memory_transfer(
 
     try:
         _, (samples, verified) = run_children(
-            [(_shm_writer, (block.name, sizes, theirs, seed))], timeout, read
+            [(_shm_writer, (block.name, sizes, theirs, seed))],
+            timeout,
+            on_parent=read,
         )
     finally:
         mine.close()

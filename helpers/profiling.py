@@ -160,12 +160,12 @@ class LaunchedKernel:
     seconds: float
 
 
-def kernel_class(name: str, ops: Sequence[str] = ()) -> str:
+def kernel_class(name: str, *, ops: Sequence[str] = ()) -> str:
     """The kind of a kernel: from the innermost launching operator whose kind is known, else from its name.
 
-    >>> kernel_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", ("aten::mm", "aten::matmul"))
+    >>> kernel_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", ops=("aten::mm", "aten::matmul"))
     'matrix'
-    >>> kernel_class("void cudnn::engines_precompiled::nchwToNhwcKernel", ("aten::cudnn_convolution",))
+    >>> kernel_class("void cudnn::engines_precompiled::nchwToNhwcKernel", ops=("aten::cudnn_convolution",))
     'matrix'
     """
     for op in ops:
@@ -203,7 +203,9 @@ def launched_kernels(events: Iterable[Any]) -> list[LaunchedKernel]:
 
 def unclassified(kernels: Iterable[LaunchedKernel]) -> list[str]:
     """Names of the kernels :func:`kernel_class` calls ``"other"`` (sorted, each once): what a lab warns about."""
-    return sorted({k.name for k in kernels if kernel_class(k.name, k.ops) == "other"})
+    return sorted(
+        {k.name for k in kernels if kernel_class(k.name, ops=k.ops) == "other"}
+    )
 
 
 def summarize(
@@ -223,7 +225,7 @@ def summarize(
     out: dict[str, tuple[int, float]] = {}
     for event in events:
         if isinstance(event, LaunchedKernel):
-            kind = kernel_class(event.name, event.ops)
+            kind = kernel_class(event.name, ops=event.ops)
             seconds = event.seconds
         else:
             name, seconds = event

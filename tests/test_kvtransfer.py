@@ -158,16 +158,16 @@ def test_rendezvous_comes_from_the_environment():
         "RANK": "1",
         "WORLD_SIZE": "2",
     }
-    r = kvtransfer.rendezvous_from_env(env)
+    r = kvtransfer.rendezvous_from_env(environ=env)
     assert r == kvtransfer.Rendezvous("node-a", 29500, 1, 2)
     assert r.environ() == env
-    assert kvtransfer.rendezvous_from_env({}) is None
+    assert kvtransfer.rendezvous_from_env(environ={}) is None
     with pytest.raises(ValueError, match="MASTER_PORT, RANK, WORLD_SIZE"):
-        kvtransfer.rendezvous_from_env({"MASTER_ADDR": "node-a"})
+        kvtransfer.rendezvous_from_env(environ={"MASTER_ADDR": "node-a"})
     with pytest.raises(ValueError, match="RANK"):
-        kvtransfer.rendezvous_from_env({**env, "RANK": "x"})
+        kvtransfer.rendezvous_from_env(environ={**env, "RANK": "x"})
     with pytest.raises(ValueError, match="WORLD_SIZE"):
-        kvtransfer.rendezvous_from_env({**env, "WORLD_SIZE": "4"})
+        kvtransfer.rendezvous_from_env(environ={**env, "WORLD_SIZE": "4"})
     with pytest.raises(ValueError, match="MASTER_PORT"):
         kvtransfer.Rendezvous("node-a", 0, 0)
 

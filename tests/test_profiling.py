@@ -108,23 +108,26 @@ def test_the_launching_op_decides_before_the_name():
         "aten::convolution",
         "aten::conv2d",
     )
-    assert profiling.kernel_class("sm75_xmma_fprop_fused_kernel", conv) == "matrix"
-    assert profiling.kernel_class("some_future_kernel_v9", conv) == "matrix"
+    assert profiling.kernel_class("sm75_xmma_fprop_fused_kernel", ops=conv) == "matrix"
+    assert profiling.kernel_class("some_future_kernel_v9", ops=conv) == "matrix"
     assert (
         profiling.kernel_class(
-            "some_future_kernel_v9", ("aten::cudnn_batch_norm", "aten::batch_norm")
+            "some_future_kernel_v9", ops=("aten::cudnn_batch_norm", "aten::batch_norm")
         )
         == "elementwise"
     )
     assert (
-        profiling.kernel_class("some_future_kernel_v9", ("aten::add_",))
+        profiling.kernel_class("some_future_kernel_v9", ops=("aten::add_",))
         == "elementwise"
     )
     assert (
         profiling.kernel_class("some_future_kernel_v9") == "other"
     )  # no op, unknown name
     # unknown op: the name decides
-    assert profiling.kernel_class("nvjet_tst_64x8", ("aten::my_custom_op",)) == "matrix"
+    assert (
+        profiling.kernel_class("nvjet_tst_64x8", ops=("aten::my_custom_op",))
+        == "matrix"
+    )
 
 
 def _event(name, kernels=(), parent=None):
