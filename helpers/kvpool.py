@@ -289,7 +289,7 @@ class PoolClient:
     and :meth:`get_kv_cache` with ``out=`` fills preallocated, registered
     tensors with one ``batch_get_into``. Otherwise (or with
     ``zero_copy=False`` in :func:`connect`) every object goes through Python
-    ``bytes``, one more host copy each way; :attr:`fallback_reason` says why.
+    ``bytes``, one more host copy each way; ``fallback_reason`` says why.
     Registered memory is host memory: a tensor on a GPU is first copied to
     the host (GPUDirect needs the CUDA build, an RDMA NIC and GPU memory
     registered with the Transfer Engine, which this helper does not do).
