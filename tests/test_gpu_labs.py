@@ -182,7 +182,7 @@ def test_a_missing_import_fails_the_smoke_test():
 
 
 def test_lab_cap_is_twice_the_plan_within_the_budget():
-    """A 100 s lab gets 200 s; a 5 s lab a minute; no lab more than the budget left."""
+    """A 100 s lab gets 200 s; a 5 s lab the minimum cap; no lab more than the budget left."""
     assert gpu_labs.lab_cap_s(100, 500) == 200
     assert gpu_labs.lab_cap_s(5, 500) == gpu_labs.MIN_LAB_CAP_S
     assert gpu_labs.lab_cap_s(100, 150) == 150
