@@ -243,8 +243,10 @@ test-site: setup
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
 # lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU
-# build) inside a 540 s budget, writes the executed notebooks and results into the tree and, when OUT
-# is set, packs them into $(OUT) (tools/gpu_labs.py). `make gpu-wheels`, run here, downloads into .whl/
+# build) inside a 540 s budget, each lab in its own process under a wall-clock cap, writes the
+# executed notebooks and results into the tree and, when OUT is set, packs them into $(OUT) after
+# every lab, so a job cut off by the machine's command limit keeps what finished (tools/gpu_labs.py).
+# GPU_PY_VERSION must be the image's python3 (the H200 image: 3.12); the run warns if it is not. `make gpu-wheels`, run here, downloads into .whl/
 # the notebook packages a bare GPU image lacks, for a machine that cannot reach PyPI; the packages
 # such an image already has (GPU_IMAGE_HAS) are left out so that theirs stay in use; the Mooncake
 # traces go along in .whl/mooncake-traces for Lab 6.

@@ -39,7 +39,7 @@ def run_section(rounds: int = 3, tokens: tuple[int, ...] = TOKENS) -> dict[str, 
     config = tiny_config()
     dtype = "fp32"
     best: dict[int, dict[str, Any]] = {n: {} for n in tokens}
-    backend = kvtransfer.default_backend()
+    backend = kvtransfer.default_backend()  # with gloo the benchmark moves host memory
     for _ in range(rounds):  # interleaved, so every path sees the same machine state
         sent = kvtransfer.distributed_kv_transfer(
             config,
@@ -49,6 +49,7 @@ def run_section(rounds: int = 3, tokens: tuple[int, ...] = TOKENS) -> dict[str, 
             warmup=2,
             backend=backend,
             prefill=False,
+            device="cuda" if backend == "nccl" else "cpu",
             timeout=300,
         )
         for result in sent:

@@ -9,14 +9,16 @@ measured on.
 
 from __future__ import annotations
 
+import math
 import platform
-import statistics
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from . import _validate
+from ._measure import summarize_samples
 from .hardware import Accelerator, dtype_bytes
 
 _TORCH_DTYPES = {
@@ -93,12 +95,20 @@ class Timing:
         Number of timed calls.
     device : str
         Name of the device the calls ran on.
+    calls : int
+        Calls inside each timed sample (1 for :func:`time_fn`; more for
+        :func:`time_amortized`, whose median and spread are per call).
+    method : str
+        How a sample was timed: ``"events, one call"``, ``"events, back-to-back
+        calls"``, ``"events, CUDA graph replay"`` or ``"CPU clock"``.
     """
 
     median: float
     spread: float
     repeats: int
     device: str
+    calls: int = 1
+    method: str = "events, one call"
 
 
 def _synchronize(dev: Any) -> None:
@@ -112,8 +122,10 @@ def time_fn(
 ) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
 
-    On CUDA each call is bracketed by CUDA events (the GPU's own clock, no
-    host-side launch gaps counted twice). On the CPU, with torch on one
+    On CUDA each call is bracketed by its own CUDA events, so each sample
+    holds that call's launch: right for the fixed cost of a call (the
+    overhead study, :func:`measure_overhead`), wrong for a call shorter than
+    its dispatch (use :func:`time_amortized`). On the CPU, with torch on one
     thread, by the calling thread's CPU time (``time.thread_time``): the work
     runs on this thread, and on a CPU shared with other jobs the wall clock
     would also count the time the OS gives them, which made a lab's
@@ -148,11 +160,158 @@ def time_fn(
             t0 = clock()
             fn()
             samples.append(clock() - t0)
-    spread = 0.0
-    if len(samples) >= 4:
-        q = statistics.quantiles(samples, n=4)
-        spread = q[2] - q[0]
-    return Timing(statistics.median(samples), spread, repeats, device_name(dev))
+    median, spread = summarize_samples(samples)
+    method = "events, one call" if dev.type == "cuda" else "CPU clock"
+    return Timing(median, spread, repeats, device_name(dev), 1, method)
+
+
+MIN_WINDOW_S = 1e-3
+"""Shortest GPU time between one pair of events in :func:`time_amortized` (1 ms)."""
+
+
+def calls_for_window(
+    seconds_per_call: float, *, window: float = MIN_WINDOW_S, max_calls: int = 4096
+) -> int:
+    """Calls ``k`` that fill a timing window: ``ceil(window / seconds_per_call)``, between 1 and ``max_calls``.
+
+    CUDA events resolve about 0.5 µs, and a window of one short call holds its
+    launch gap too; ``k`` calls between one pair of events make both a ``1/k``
+    share. Example: a 20 µs convolution needs ``k = 50`` for a 1 ms window.
+
+    >>> calls_for_window(20e-6), calls_for_window(5e-3), calls_for_window(1e-9)
+    (50, 1, 4096)
+    """
+    seconds_per_call = _validate.non_negative("seconds_per_call", seconds_per_call)
+    window = _validate.positive("window", window)
+    max_calls = _validate.positive_int("max_calls", max_calls)
+    if seconds_per_call == 0:
+        return max_calls
+    return max(1, min(max_calls, math.ceil(window / seconds_per_call - 1e-9)))
+
+
+def _cuda_window(torch: Any, run: Callable[[], Any]) -> float:
+    """Seconds between two CUDA events around ``run()`` (which launches the work)."""
+    start, end = (
+        torch.cuda.Event(enable_timing=True),
+        torch.cuda.Event(enable_timing=True),
+    )
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def _back_to_back(fn: Callable[[], Any], calls: int) -> Callable[[], None]:
+    def run() -> None:
+        for _ in range(calls):
+            fn()
+
+    return run
+
+
+def _capture_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
+    """A CUDA graph of ``calls`` calls of ``fn`` (warmed up on a side stream, as torch's docs ask)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph
+
+
+def time_amortized(
+    fn: Callable[[], Any],
+    *,
+    window: float = MIN_WINDOW_S,
+    warmup: int = 3,
+    repeats: int = 10,
+    dev: Any = None,
+    graph: bool = False,
+    max_calls: int = 4096,
+) -> Timing:
+    """Seconds per call of ``fn()`` from ``k`` calls between one pair of events, the window at least ``window``.
+
+    :func:`time_fn` brackets each call with its own events, so a call shorter
+    than its CPU dispatch measures the dispatch (a 20 µs convolution, a decode
+    step of hundreds of small kernels). Here ``k`` (:func:`calls_for_window`,
+    re-estimated until ``k`` calls fill the window) back-to-back calls run
+    between one pair of events, and the sample is the window over ``k``: the
+    GPU stays busy if it is slower than the CPU's dispatch, and one launch gap
+    is shared by ``k`` calls. With ``graph=True`` the ``k`` calls are captured
+    once in a CUDA graph and replayed, which removes the CPU dispatch
+    altogether (the GPU's own per-kernel launch cost stays); if capture fails
+    (an operation that cannot be captured), a warning says so and the calls
+    run back to back. On a CPU there is no asynchronous launch to amortize:
+    ``k`` calls are timed by the clock of :func:`time_fn`, per call.
+    Returns per-call median and interquartile range, with ``calls = k``.
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    warmup = _validate.non_negative_int("warmup", warmup)
+    repeats = _validate.positive_int("repeats", repeats)
+    window = _validate.positive("window", window)
+    max_calls = _validate.positive_int("max_calls", max_calls)
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
+    for _ in range(warmup):
+        fn()
+    _synchronize(dev)
+    if dev.type != "cuda":
+        clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+
+        def measure(run: Callable[[], Any]) -> float:
+            t0 = clock()
+            run()
+            return clock() - t0
+
+        method = "CPU clock"
+    else:
+
+        def measure(run: Callable[[], Any]) -> float:
+            return _cuda_window(torch, run)
+
+        method = "events, back-to-back calls"
+    calls = 1
+    for _ in range(4):  # k calls at the last estimate; stop once they fill the window
+        elapsed = measure(_back_to_back(fn, calls))
+        if elapsed >= window or calls >= max_calls:
+            break
+        calls = max(
+            calls + 1,
+            calls_for_window(elapsed / calls, window=window, max_calls=max_calls),
+        )
+    run = _back_to_back(fn, calls)
+    if graph and dev.type == "cuda":
+        try:
+            for _ in range(3):  # a replay is faster than eager calls: refill the window
+                captured = _capture_graph(torch, fn, calls)
+                elapsed = measure(captured.replay)
+                if elapsed >= window or calls >= max_calls:
+                    break
+                calls = max(
+                    calls + 1,
+                    calls_for_window(
+                        elapsed / calls, window=window, max_calls=max_calls
+                    ),
+                )
+            run, method = captured.replay, "events, CUDA graph replay"
+        except Exception as exc:  # noqa: BLE001 - any capture failure falls back
+            torch.cuda.synchronize(dev)
+            warnings.warn(
+                f"CUDA graph capture failed ({type(exc).__name__}: {exc}); "
+                f"timing {calls} back-to-back calls instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    samples = [measure(run) / calls for _ in range(repeats)]
+    median, spread = summarize_samples(samples)
+    return Timing(median, spread, repeats, device_name(dev), calls, method)
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,11 @@ class Accelerator:
     whitepaper : str
         URL of the architecture whitepaper (or other source) for
         ``sm_count``, ``l2_bytes`` and ``vector_peak_flops``.
+    host_link : str or None
+        Name of the catalog :class:`Link` between the GPU and its host's
+        memory (``"PCIe 3.0 x16"`` on a T4): the datasheet's "PCIe Gen3/4/5"
+        system-interface line (``source``, unless ``notes`` names another);
+        what a host-to-device copy crosses. ``None`` where no datasheet says.
     """
 
     name: str
@@ -100,6 +105,7 @@ class Accelerator:
     l2_bytes: float | None = None
     vector_peak_flops: Mapping[str, float] = field(default_factory=dict)
     whitepaper: str = ""
+    host_link: str | None = None
 
     def __post_init__(self) -> None:
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
@@ -328,6 +334,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         l2_bytes=4 * MIB,
         vector_peak_flops={"fp32": 8.1 * TERA, "fp16": 16.2 * TERA},
         whitepaper=_TURING_WP,
+        host_link="PCIe 3.0 x16",
     ),
     Accelerator(
         name="V100 SXM2",
@@ -338,14 +345,16 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         notes=(
             "Volta: FP16 tensor cores only (125 TFLOP/s 'deep learning'); 32 GB HBM2 model. No "
             "sparsity. Volta whitepaper, Table 1: 80 SMs, 6,144 KB L2; non-tensor FP16 twice "
-            "FP32 (31.4)."
+            "FP32 (31.4). Host link PCIe Gen3 x16: the datasheet's 32 GB/s PCIe figure "
+            "(both directions), the V100's host interface on SXM2 boards too (Volta whitepaper)."
         ),
         aliases=("v100", "tesla v100"),
-        torch_names=(r"v100(?!.*pcie)",),
+        torch_names=(r"v100(?!.*(pcie|16\s*gb))",),
         sm_count=80,
         l2_bytes=6 * MIB,
         vector_peak_flops={"fp32": 15.7 * TERA, "fp16": 31.4 * TERA},
         whitepaper=_VOLTA_WP,
+        host_link="PCIe 3.0 x16",
     ),
     Accelerator(
         name="A100 SXM4 40GB",
@@ -355,11 +364,12 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source=_A100_PDF,
         notes=_AMPERE_DENSE,
         aliases=("a100-40gb", "a100 40gb", "a100-sxm4-40gb"),
-        torch_names=(r"a100.*40\s*gb",),
+        torch_names=(r"a100(?!.*pcie).*40\s*gb",),
         sm_count=108,
         l2_bytes=40 * MIB,
         vector_peak_flops=_AMPERE_VECTOR,
         whitepaper=_AMPERE_WP,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="A100 SXM4 80GB",
@@ -374,6 +384,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         l2_bytes=40 * MIB,
         vector_peak_flops=_AMPERE_VECTOR,
         whitepaper=_AMPERE_WP,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="A800 SXM4 80GB",
@@ -384,11 +395,12 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         notes="China-market A100 variant: same compute and HBM as the A100 SXM4 80GB, NVLink cut to 400 GB/s. "
         + _AMPERE_DENSE,
         aliases=("a800",),
-        torch_names=(r"a800",),
+        torch_names=(r"a800(?!.*pcie)",),
         sm_count=108,
         l2_bytes=40 * MIB,
         vector_peak_flops=_AMPERE_VECTOR,
         whitepaper=_AMPERE_WP,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="H100 SXM",
@@ -402,11 +414,12 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "non-tensor FP16/BF16 133.8."
         ),
         aliases=("h100", "h100-sxm", "h100 sxm5"),
-        torch_names=(r"h100(?!.*(pcie|nvl))",),
+        torch_names=(r"(?<!g)h100(?!.*(pcie|nvl))",),
         sm_count=132,
         l2_bytes=50 * MIB,
         vector_peak_flops=_HOPPER_VECTOR,
         whitepaper=_HOPPER_WP,
+        host_link="PCIe 5.0 x16",
     ),
     Accelerator(
         name="H800 SXM",
@@ -425,6 +438,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         l2_bytes=50 * MIB,
         vector_peak_flops=_HOPPER_VECTOR,
         whitepaper=_HOPPER_WP,
+        host_link="PCIe 5.0 x16",
     ),
     Accelerator(
         name="H200 SXM",
@@ -438,11 +452,12 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "identical peaks are those of the H100 SXM5's 132 SMs and 50 MB L2 (Hopper whitepaper)."
         ),
         aliases=("h200",),
-        torch_names=(r"h200(?!.*nvl)",),
+        torch_names=(r"(?<!g)h200(?!.*(nvl|pcie))",),
         sm_count=132,
         l2_bytes=50 * MIB,
         vector_peak_flops=_HOPPER_VECTOR,
         whitepaper=_HOPPER_WP,
+        host_link="PCIe 5.0 x16",
     ),
     Accelerator(
         name="H20",
@@ -460,7 +475,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "publishes no public datasheet; figures as tabulated in the attention-offloading "
             "(Lamina) paper, Chen et al. 2024, Table 1. Dense. No SM count, L2 size or "
             "non-tensor rate: NVIDIA publishes none, and third-party reports (78 SMs, 60 MB) are "
-            "unverified, so these are None."
+            "unverified, so these are None. No host link either: no datasheet names it."
         ),
         aliases=("nvidia h20",),
         torch_names=(r"\bh20\b",),
@@ -495,6 +510,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "bf16": 30.3 * TERA,
         },
         whitepaper=_ADA_PDF,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="A10G",
@@ -506,7 +522,9 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
             "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate. 72 SMs: "
             "31.52 TFLOP/s FP32 = 72 SMs x 128 lanes x 2 FLOP x 1.71 GHz, as on the A10; L2 6 MB "
-            "and non-tensor FP16/BF16 at the FP32 rate, as on every GA102 (GA102 whitepaper)."
+            "and non-tensor FP16/BF16 at the FP32 rate, as on every GA102 (GA102 whitepaper). "
+            "Host link PCIe Gen4 x16, the A10's (NVIDIA A10 datasheet, "
+            "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf)."
         ),
         aliases=("nvidia a10g",),
         torch_names=(r"a10g",),
@@ -518,6 +536,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "bf16": 31.52 * TERA,
         },
         whitepaper=_GA102_WP,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="RTX 4090",
@@ -534,9 +553,10 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source=_ADA_PDF,
         notes="GeForce Ada, GDDR6X. FP16/BF16 tensor with FP32 accumulate (what PyTorch uses) is 165.2 dense; "
         "with FP16 accumulate 330.3. FP8 with FP32 accumulate. Whitepaper Appendix A; dense figures. "
-        "128 SMs, 73,728 KB L2; non-tensor FP16/BF16 82.6 (same appendix).",
+        "128 SMs, 73,728 KB L2; non-tensor FP16/BF16 82.6 (same appendix). Host link PCIe 4.0 x16 "
+        "(NVIDIA's RTX 4090 specifications, https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/).",
         aliases=("4090", "geforce rtx 4090"),
-        torch_names=(r"rtx 4090",),
+        torch_names=(r"rtx 4090(?!\s*d\b)",),
         sm_count=128,
         l2_bytes=72 * MIB,
         vector_peak_flops={
@@ -545,6 +565,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "bf16": 82.6 * TERA,
         },
         whitepaper=_ADA_PDF,
+        host_link="PCIe 4.0 x16",
     ),
     Accelerator(
         name="B200 SXM",
@@ -570,6 +591,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         l2_bytes=126.5 * MIB,
         vector_peak_flops={"fp32": 75 * TERA},
         whitepaper=_B200_QUERY,
+        host_link="PCIe 5.0 x16",
     ),
     Accelerator(
         name="B300 SXM",
@@ -591,6 +613,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         torch_names=(r"\bb300\b",),
         vector_peak_flops={"fp32": 75 * TERA},
         whitepaper=_BLACKWELL_ULTRA_BLOG,
+        host_link="PCIe 6.0 x16",
     ),
     Accelerator(
         name="GB200 (per GPU)",
@@ -614,6 +637,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
         torch_names=(r"\bgb200\b",),
         whitepaper=_GB200_NVL72_PAGE,
+        host_link="NVLink-C2C (Grace-Blackwell)",
     ),
     Accelerator(
         name="MI300X",
@@ -635,6 +659,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         sm_count=304,
         vector_peak_flops={"fp32": 163.4 * TERA},
         whitepaper=_ROCM_SPECS,
+        host_link="PCIe 5.0 x16",
     ),
     Accelerator(
         name="MI325X",
@@ -653,6 +678,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         sm_count=304,
         vector_peak_flops={"fp32": 163.4 * TERA},
         whitepaper=_ROCM_SPECS,
+        host_link="PCIe 5.0 x16",
     ),
 )
 
@@ -688,6 +714,15 @@ _LINKS: tuple[Link, ...] = (
         ("100gbe", "100g"),
     ),
     Link(
+        "PCIe 3.0 x16",
+        8e9 * 16 * (128 / 130) / 8,
+        1e-6,
+        "https://pcisig.com/specifications",
+        "8 GT/s per lane x 16 lanes with 128b/130b encoding = 15.75 GB/s per direction before protocol "
+        "overhead (a T4's and a V100's host link).",
+        ("pcie3x16", "pcie3", "pcie 3.0"),
+    ),
+    Link(
         "PCIe 4.0 x16",
         16e9 * 16 * (128 / 130) / 8,
         1e-6,
@@ -702,6 +737,15 @@ _LINKS: tuple[Link, ...] = (
         "https://pcisig.com/specifications",
         "32 GT/s per lane x 16 lanes with 128b/130b encoding = 63.0 GB/s per direction before protocol overhead.",
         ("pcie5x16", "pcie5", "pcie 5.0"),
+    ),
+    Link(
+        "PCIe 6.0 x16",
+        64e9 * 16 / 8,
+        1e-6,
+        "https://pcisig.com/specifications",
+        "64 GT/s per lane (PAM4) x 16 lanes = 128 GB/s per direction before protocol overhead "
+        "(PCIe 6.0 has no line code; its FLIT framing and FEC are protocol overhead, a few %).",
+        ("pcie6x16", "pcie6", "pcie 6.0"),
     ),
     Link(
         "NVLink 3 (A100)",
@@ -887,9 +931,10 @@ def from_device_name(device_name: str) -> Accelerator | None:
     ``torch.cuda.get_device_name()`` spells names its own way (``"Tesla T4"``,
     ``"NVIDIA A100-SXM4-80GB"``, ``"NVIDIA H100 80GB HBM3"``); each catalog
     entry's :attr:`Accelerator.torch_names` patterns map them onto it. A CPU
-    (a name starting with ``"cpu"``), an unknown GPU, or a variant whose
-    ceilings differ from the catalog's part (an H100 PCIe) gives ``None``:
-    there is no datasheet roofline to compare with.
+    (a name starting with ``"cpu"``), an unknown GPU, or another part of
+    the same family (a PCIe or NVL board, a GH200's GPU, a V100 with 16 GB,
+    an RTX 4090 D) gives ``None``: a device is never mapped onto a
+    different part's datasheet.
 
     Raises
     ------
@@ -905,6 +950,20 @@ def from_device_name(device_name: str) -> Accelerator | None:
             f"device {device_name!r} matches several catalog entries: {[a.name for a in found]}"
         )
     return found[0] if found else None
+
+
+def host_link(acc: str | Accelerator) -> Link:
+    """The :class:`Link` between ``acc`` and its host's memory (:attr:`Accelerator.host_link`).
+
+    Raises ``KeyError`` naming the accelerator if the catalog has none for it.
+
+    >>> host_link("T4").name, host_link("H200").name
+    ('PCIe 3.0 x16', 'PCIe 5.0 x16')
+    """
+    a = get_accelerator(acc)
+    if a.host_link is None:
+        raise KeyError(f"{a.name} has no host link in the catalog ({a.notes})")
+    return get_link(a.host_link)
 
 
 def get_link(name: str | Link) -> Link:
@@ -973,10 +1032,5 @@ def catalog_markdown() -> str:
 
 def catalog_notes_markdown() -> str:
     """What each catalog figure means (sparsity, accumulate precision, caveats), one bullet per entry."""
-    return (
-        "\n".join(
-            f"- **{item.name}:** {item.notes}"  # type: ignore[attr-defined]
-            for item in (*_ACCELERATORS, *_LINKS)
-        )
-        + "\n"
-    )
+    items: tuple[Accelerator | Link, ...] = (*_ACCELERATORS, *_LINKS)
+    return "\n".join(f"- **{item.name}:** {item.notes}" for item in items) + "\n"

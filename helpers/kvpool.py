@@ -56,8 +56,14 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from .kvtransfer import TransferResult, _cpu_label, _pattern, _run_children, _summary
-from .kvtransfer import free_port as _free_port
+from ._measure import (
+    byte_pattern,
+    cpu_label,
+    free_port,
+    run_children,
+    summarize_samples,
+)
+from .kvtransfer import TransferResult
 from .llm import ModelConfig, get_model
 
 _HOST = "127.0.0.1"
@@ -89,11 +95,25 @@ class PoolAddress:
     hostname: str = _HOST
 
 
+def _load_cuda_runtime() -> None:
+    """Import torch, if present, before ``mooncake.store``.
+
+    The CUDA build's ``store.so`` links against ``libcudart.so.12``, which a
+    spawned worker finds on the loader's path only once torch has loaded the
+    CUDA runtime of its NVIDIA wheels; without torch, nothing is done.
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
 def unavailable_reason() -> str | None:
     """Why a Mooncake pool cannot run here (``None`` if it can): package, binary or libraries missing."""
     if _master_binary() is None:
         return "mooncake_master was not found (pip install mooncake-transfer-engine-non-cuda)"
     try:
+        _load_cuda_runtime()
         from mooncake.store import MooncakeDistributedStore  # noqa: F401
     except ImportError as exc:  # a missing libibverbs/librdmacm shows up here
         return f"mooncake.store does not import: {exc}"
@@ -200,7 +220,7 @@ def start_local_pool(*, timeout: float = 30.0, host: str = _HOST) -> LocalPool:
     reason = unavailable_reason()
     if reason is not None:
         raise RuntimeError(f"cannot start a Mooncake pool: {reason}")
-    rpc, http, metrics = (_free_port(host) for _ in range(3))
+    rpc, http, metrics = (free_port(host=host) for _ in range(3))
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [
@@ -241,15 +261,57 @@ def start_local_pool(*, timeout: float = 30.0, host: str = _HOST) -> LocalPool:
     return pool
 
 
+_ZERO_COPY_METHODS = (
+    "register_buffer",
+    "unregister_buffer",
+    "put_from",
+    "get_into",
+    "batch_put_from",
+    "batch_get_into",
+)
+
+
+def _host_tensor(tensor: Any) -> Any:
+    """``tensor`` as a contiguous host tensor (a copy only if it is on a GPU or not contiguous)."""
+    return tensor.detach().cpu().contiguous()
+
+
 class PoolClient:
     """One client of the pool: puts and gets bytes, and KV caches layer by layer.
 
     Made by :func:`connect`; close it (or use ``with``) before the pool stops.
+
+    **Zero copy.** Where the Mooncake build has its registered-buffer API
+    (``register_buffer``, ``put_from``/``get_into`` and their ``batch_``
+    forms; mooncake-transfer-engine 0.3.13 has them), a KV cache moves
+    between the pool and the tensors' own memory: :meth:`put_kv_cache`
+    registers each layer's tensors and puts them in one ``batch_put_from``,
+    and :meth:`get_kv_cache` with ``out=`` fills preallocated, registered
+    tensors with one ``batch_get_into``. Otherwise (or with
+    ``zero_copy=False`` in :func:`connect`) every object goes through Python
+    ``bytes``, one more host copy each way; ``fallback_reason`` says why.
+    Registered memory is host memory: a tensor on a GPU is first copied to
+    the host (GPUDirect needs the CUDA build, an RDMA NIC and GPU memory
+    registered with the Transfer Engine, which this helper does not do).
     """
 
-    def __init__(self, store: Any, address: PoolAddress) -> None:
+    def __init__(
+        self, store: Any, address: PoolAddress, *, zero_copy: bool = True
+    ) -> None:
         self._store = store
         self.address = address
+        self._registered: dict[int, tuple[int, Any]] = {}
+        missing = [m for m in _ZERO_COPY_METHODS if not hasattr(store, m)]
+        self.fallback_reason: str | None = None
+        if not zero_copy:
+            self.fallback_reason = "zero copy turned off (zero_copy=False)"
+        elif missing:
+            self.fallback_reason = f"this Mooncake build lacks {', '.join(missing)}: objects go through bytes"
+
+    @property
+    def zero_copy(self) -> bool:
+        """Whether KV caches move through registered buffers (else through ``bytes``)."""
+        return self.fallback_reason is None
 
     def put(self, key: str, data: Any) -> None:
         """Store ``data`` (anything with the buffer protocol: bytes, a contiguous numpy array) under ``key``."""
@@ -271,12 +333,80 @@ class PoolClient:
             self.size(key)  # raises KeyError for a missing key
         return data
 
+    # --- registered buffers ---------------------------------------------------
+
+    def register(self, tensors: Sequence[Any]) -> bool:
+        """Register host tensors' memory for zero-copy puts and gets; ``False`` (and a fallback) on failure.
+
+        The tensors must be contiguous and on the CPU, and stay alive until
+        :meth:`unregister` (or :meth:`close`).
+        """
+        if not self.zero_copy:
+            return False
+        for t in tensors:
+            if t.device.type != "cpu" or not t.is_contiguous():
+                raise ValueError(
+                    "tensors must be contiguous host tensors to be registered"
+                )
+            ptr, size = t.data_ptr(), t.numel() * t.element_size()
+            if ptr in self._registered:
+                continue
+            code = self._store.register_buffer(ptr, size)
+            if code != 0:
+                self.fallback_reason = f"register_buffer failed with Mooncake error {code}: objects go through bytes"
+                return False
+            self._registered[ptr] = (size, t)
+        return True
+
+    def unregister(self, tensors: Sequence[Any]) -> None:
+        """Unregister the buffers of ``tensors`` (those not registered are skipped)."""
+        self._unregister(
+            [t.data_ptr() for t in tensors if t.data_ptr() in self._registered]
+        )
+
+    def unregister_all(self) -> None:
+        """Unregister every buffer this client registered."""
+        self._unregister(list(self._registered))
+
+    def _unregister(self, ptrs: Sequence[int]) -> None:
+        for ptr in ptrs:
+            self._store.unregister_buffer(ptr)
+            del self._registered[ptr]
+
+    def _check_codes(
+        self, what: str, keys: Sequence[str], codes: Sequence[int]
+    ) -> None:
+        for key, code in zip(keys, codes):
+            if code < 0:
+                if what == "get":
+                    self.size(key)  # a missing key is a KeyError
+                raise RuntimeError(
+                    f"{what} of {key!r} failed with Mooncake error {code}"
+                )
+
+    def _put_tensors(self, keys: Sequence[str], tensors: Sequence[Any]) -> None:
+        host = [_host_tensor(t) for t in tensors]
+        if self.zero_copy and self.register(host):
+            try:
+                codes = self._store.batch_put_from(
+                    list(keys),
+                    [t.data_ptr() for t in host],
+                    [t.numel() * t.element_size() for t in host],
+                )
+                self._check_codes("put", keys, codes)
+                return
+            finally:
+                self.unregister(host)
+        for key, t in zip(keys, host):
+            self.put(key, t.numpy())
+
+    # --- KV caches --------------------------------------------------------------
+
     def put_layer(self, prefix: str, layer: int, keys: Any, values: Any) -> None:
         """Store one layer's keys and values (torch tensors) as two objects: ``prefix/layer/k`` and ``/v``."""
-        for kind, tensor in (("k", keys), ("v", values)):
-            self.put(
-                f"{prefix}/{layer}/{kind}", tensor.detach().cpu().contiguous().numpy()
-            )
+        self._put_tensors(
+            [f"{prefix}/{layer}/k", f"{prefix}/{layer}/v"], [keys, values]
+        )
 
     def put_kv_cache(self, prefix: str, cache: Sequence[Any]) -> list[float]:
         """Store a KV cache (per layer ``(keys, values)``) layer by layer; returns seconds per layer."""
@@ -287,6 +417,34 @@ class PoolClient:
             seconds.append(time.perf_counter() - start)
         return seconds
 
+    def empty_kv_cache(
+        self,
+        model: str | ModelConfig,
+        tokens: int,
+        *,
+        batch: int = 1,
+        dtype: str = "fp32",
+    ) -> list[tuple[Any, Any]]:
+        """Host tensors for one cache, registered when zero copy is on: the ``out`` of :meth:`get_kv_cache`."""
+        import torch
+
+        from .bench import torch_dtype
+
+        m = get_model(model)
+        shape = (
+            _validate.positive_int("batch", batch),
+            m.n_kv_heads,
+            _validate.positive_int("tokens", tokens),
+            m.head_dim,
+        )
+        tdtype = torch_dtype(dtype)
+        cache = [
+            (torch.empty(shape, dtype=tdtype), torch.empty(shape, dtype=tdtype))
+            for _ in range(m.n_layers)
+        ]
+        self.register([t for pair in cache for t in pair])
+        return cache
+
     def get_kv_cache(
         self,
         prefix: str,
@@ -295,11 +453,14 @@ class PoolClient:
         *,
         batch: int = 1,
         dtype: str = "fp32",
+        out: Sequence[tuple[Any, Any]] | None = None,
     ) -> list[tuple[Any, Any]]:
         """Fetch a KV cache stored by :meth:`put_kv_cache`: per layer ``(keys, values)`` torch tensors.
 
         Each of shape ``(batch, n_kv_heads, tokens, head_dim)`` in ``dtype``; an object of
-        the wrong size is a :class:`ValueError`, a missing one a :class:`KeyError`.
+        the wrong size is a :class:`ValueError`, a missing one a :class:`KeyError`. With
+        ``out`` (from :meth:`empty_kv_cache`) and zero copy on, the objects land in
+        those tensors through one ``batch_get_into``; else each is copied out of ``bytes``.
         """
         import torch
 
@@ -314,6 +475,28 @@ class PoolClient:
         )
         tdtype = torch_dtype(dtype)
         expected = int(np.prod(shape)) * torch.empty((), dtype=tdtype).element_size()
+        keys = [
+            f"{prefix}/{layer}/{kind}" for layer in range(m.n_layers) for kind in "kv"
+        ]
+        if out is not None and self.zero_copy:
+            tensors = [t for pair in out for t in pair]
+            if len(tensors) != len(keys) or any(
+                tuple(t.shape) != shape or t.dtype != tdtype for t in tensors
+            ):
+                raise ValueError(
+                    f"out must hold {m.n_layers} (keys, values) pairs of shape {shape}"
+                )
+            if all(t.data_ptr() in self._registered for t in tensors):
+                codes = self._store.batch_get_into(
+                    keys, [t.data_ptr() for t in tensors], [expected] * len(keys)
+                )
+                self._check_codes("get", keys, codes)
+                for key, code in zip(keys, codes):
+                    if code != expected:
+                        raise ValueError(
+                            f"object {key!r} holds {code} bytes, a layer of {tokens} tokens needs {expected}"
+                        )
+                return [tuple(pair) for pair in out]  # type: ignore[misc]
         cache = []
         for layer in range(m.n_layers):
             pair = []
@@ -325,12 +508,13 @@ class PoolClient:
                         f"object {key!r} holds {len(data)} bytes, a layer of {tokens} tokens needs {expected}"
                     )
                 pair.append(torch.frombuffer(bytearray(data), dtype=tdtype).view(shape))
-            cache.append(tuple(pair))
+            cache.append((pair[0], pair[1]))
         return cache
 
     def close(self) -> None:
         """Leave the pool (the objects in this client's segment go with it)."""
         if self._store is not None:
+            self.unregister_all()
             self._store.close()
             self._store = None
 
@@ -347,8 +531,11 @@ def connect(
     segment_bytes: int = 256 * _MIB,
     buffer_bytes: int = 64 * _MIB,
     timeout: float = 5.0,
+    zero_copy: bool = True,
 ) -> PoolClient:
     """Join the pool at ``address``, contributing ``segment_bytes`` of this process's memory (0: none).
+
+    ``zero_copy`` uses the registered-buffer API where the build has it (:class:`PoolClient`).
 
     Raises :class:`ConnectionError` within ``timeout`` seconds if the master or the
     metadata server does not accept connections, :class:`RuntimeError` if set-up fails.
@@ -367,6 +554,7 @@ def connect(
                 f"the Mooncake {what} at {host}:{port} does not accept connections "
                 f"(is mooncake_master running?)"
             )
+    _load_cuda_runtime()
     from mooncake.store import MooncakeDistributedStore
 
     store = MooncakeDistributedStore()
@@ -381,7 +569,7 @@ def connect(
     )
     if code != 0:
         raise RuntimeError(f"Mooncake client set-up failed with error {code}")
-    return PoolClient(store, address)
+    return PoolClient(store, address, zero_copy=bool(zero_copy))
 
 
 # --- two processes: a writer (prefill) and a reader (decode) -----------------
@@ -402,10 +590,10 @@ def _wait(event: Any, deadline: float) -> None:
 def _object_writer(address, spec, ready, done, results) -> None:
     def work():
         deadline = time.monotonic() + spec["timeout"]
-        out = {}
+        out: dict[Any, Any] = {}
         with connect(address, segment_bytes=spec["segment"]) as client:
             for size in spec["sizes"]:
-                payload = _pattern(size, spec["seed"] + size)
+                payload = byte_pattern(size, spec["seed"] + size)
                 samples = []
                 for i in range(spec["warmup"] + spec["repeats"]):
                     start = time.perf_counter()
@@ -424,12 +612,12 @@ def _object_reader(address, spec, ready, done, results) -> None:
     def work():
         deadline = time.monotonic() + spec["timeout"]
         _wait(ready, deadline)
-        out = {}
+        out: dict[Any, Any] = {}
         try:
             with connect(address, segment_bytes=0) as client:
                 for size in spec["sizes"]:
                     samples, verified = [], True
-                    expected = _pattern(size, spec["seed"] + size).tobytes()
+                    expected = byte_pattern(size, spec["seed"] + size).tobytes()
                     stored = spec["warmup"] + spec["repeats"]
                     for i in range(spec["warmup"] + spec["get_repeats"]):
                         start = time.perf_counter()
@@ -473,7 +661,7 @@ def pool_object_transfer(
     sizes = tuple(_validate.positive_int("sizes", s) for s in sizes)
     if not sizes:
         raise ValueError("sizes must list at least one object size")
-    spec = {
+    spec: dict[str, Any] = {
         "sizes": sizes,
         "repeats": _validate.positive_int("repeats", repeats),
         "get_repeats": _validate.positive_int(
@@ -485,21 +673,22 @@ def pool_object_transfer(
     }
     spec["segment"] = 2 * sum(sizes) * (spec["repeats"] + spec["warmup"]) + 64 * _MIB
     ready, done = _events()
-    written, read = _run_children(
+    written, read = run_children(
         [
             (_object_writer, (address, spec, ready, done)),
             (_object_reader, (address, spec, ready, done)),
         ],
         spec["timeout"],
     )
-    label = _cpu_label()
-    puts, gets = [], []
+    label = cpu_label()
+    puts: list[TransferResult] = []
+    gets: list[TransferResult] = []
     for size in sizes:
         for kind, samples, verified, out in (
             ("mooncake put", written[size], True, puts),
             ("mooncake get", *read[size], gets),
         ):
-            median, spread = _summary(samples)
+            median, spread = summarize_samples(samples)
             out.append(
                 TransferResult(
                     kind, size, 1, median, spread, len(samples), label, verified
@@ -526,9 +715,12 @@ class PoolKVResult:
         Median seconds of a prefill that puts each layer from a second thread while
         the next layer computes (Mooncake's layer-wise store).
     get : TransferResult
-        The reader's fetch of the whole cache (``2 * n_layers`` gets).
+        The reader's fetch of the whole cache (``2 * n_layers`` gets); its ``path`` says
+        ``"mooncake get (zero copy)"`` or ``"mooncake get (bytes)"``.
     generated : tuple of int
         Tokens the reader generated from the fetched cache (the first one is the writer's).
+    fallback : str or None
+        Why the registered-buffer path was not used (by either process), or ``None``.
     """
 
     tokens: int
@@ -538,6 +730,7 @@ class PoolKVResult:
     overlapped_s: float
     get: TransferResult
     generated: tuple[int, ...]
+    fallback: str | None = None
 
 
 def _prompt(config: ModelConfig, tokens: int, seed: int) -> Any:
@@ -590,8 +783,10 @@ def _kv_writer(address, spec, ready, done, results) -> None:
         deadline = time.monotonic() + spec["timeout"]
         m = spec["config"]
         model = TinyGPT(m, dtype=spec["dtype"], seed=spec["seed"])
-        out = {}
-        with connect(address, segment_bytes=spec["segment"]) as client:
+        out: dict[Any, Any] = {}
+        with connect(
+            address, segment_bytes=spec["segment"], zero_copy=spec["zero_copy"]
+        ) as client:
             for tokens in spec["tokens"]:
                 prompt = _prompt(m, tokens, spec["seed"])
                 prefill, put, overlapped = [], [], []
@@ -620,6 +815,7 @@ def _kv_writer(address, spec, ready, done, results) -> None:
                 first = int(logits.argmax(-1)[0])
                 client.put(f"kv/{tokens}/first", np.array([first], dtype=np.int64))
                 out[tokens] = (prefill, put, overlapped)
+            out["fallback"] = client.fallback_reason
             ready.set()
             _wait(done, deadline)  # the caches live in this client's segment
         return out
@@ -638,16 +834,25 @@ def _kv_reader(address, spec, ready, done, results) -> None:
         m = spec["config"]
         model = TinyGPT(m, dtype=spec["dtype"], seed=spec["seed"])
         _wait(ready, deadline)
-        out = {}
+        out: dict[Any, Any] = {}
         try:
-            with connect(address, segment_bytes=0) as client:
+            with connect(
+                address, segment_bytes=0, zero_copy=spec["zero_copy"]
+            ) as client:
                 for tokens in spec["tokens"]:
                     samples = []
                     stored = spec["warmup"] + spec["repeats"]
+                    # the decode side's KV memory: allocated and registered once, as a
+                    # server's paged KV cache is
+                    buffers = client.empty_kv_cache(m, tokens, dtype=spec["dtype"])
                     for i in range(spec["warmup"] + spec["get_repeats"]):
                         start = time.perf_counter()
                         cache = client.get_kv_cache(
-                            f"kv/{tokens}/{i % stored}", m, tokens, dtype=spec["dtype"]
+                            f"kv/{tokens}/{i % stored}",
+                            m,
+                            tokens,
+                            dtype=spec["dtype"],
+                            out=buffers,
                         )
                         if i >= spec["warmup"]:
                             samples.append(time.perf_counter() - start)
@@ -655,11 +860,14 @@ def _kv_reader(address, spec, ready, done, results) -> None:
                         np.frombuffer(client.get(f"kv/{tokens}/first"), np.int64)[0]
                     )
                     generated = [token]
+                    cache = [(k.clone(), v.clone()) for k, v in cache]
                     for _ in range(spec["new_tokens"] - 1):
                         logits, cache = model.decode_step(torch.tensor([token]), cache)
                         token = int(logits.argmax(-1)[0])
                         generated.append(token)
                     out[tokens] = (samples, tuple(generated))
+                    client.unregister([t for pair in buffers for t in pair])
+                out["fallback"] = client.fallback_reason
         finally:
             done.set()
         return out
@@ -679,6 +887,7 @@ def pool_kv_transfer(
     warmup: int = 1,
     timeout: float = 120.0,
     seed: int = 0,
+    zero_copy: bool = True,
 ) -> tuple[PoolKVResult, ...]:
     """Disaggregated prefill and decode through the pool, between two spawned processes.
 
@@ -688,12 +897,14 @@ def pool_kv_transfer(
     process (same weights) gets each cache ``get_repeats`` times (default ``repeats``),
     times the fetch, and generates ``new_tokens`` tokens greedily from it.
     :func:`recompute_tokens` gives the tokens to compare them with. Times are medians.
+    With ``zero_copy`` (and a build that has it), caches move through registered
+    buffers (:class:`PoolClient`); each result's ``fallback`` says when they did not.
     """
     config = get_model(model)
     sizes = (tokens,) if isinstance(tokens, (int, np.integer)) else tuple(tokens)
     if not sizes:
         raise ValueError("tokens must name at least one prompt length")
-    spec = {
+    spec: dict[str, Any] = {
         "config": config,
         "tokens": tuple(_validate.positive_int("tokens", t) for t in sizes),
         "dtype": dtype,
@@ -705,33 +916,36 @@ def pool_kv_transfer(
         "warmup": _validate.non_negative_int("warmup", warmup),
         "timeout": _validate.positive("timeout", timeout),
         "seed": _validate.non_negative_int("seed", seed),
+        "zero_copy": bool(zero_copy),
     }
     from .llm import kv_cache_bytes
 
-    nbytes = {n: kv_cache_bytes(config, n, dtype=dtype) for n in spec["tokens"]}
+    nbytes = {n: int(kv_cache_bytes(config, n, dtype=dtype)) for n in spec["tokens"]}
     copies = 2 * (spec["repeats"] + spec["warmup"])
     spec["segment"] = 2 * copies * sum(nbytes.values()) + 64 * _MIB
     ready, done = _events()
-    written, read = _run_children(
+    written, read = run_children(
         [
             (_kv_writer, (address, spec, ready, done)),
             (_kv_reader, (address, spec, ready, done)),
         ],
         spec["timeout"],
     )
+    fallback = written.pop("fallback") or read.pop("fallback", None)
+    read.pop("fallback", None)
     out = []
     for n in spec["tokens"]:
         prefill, put, overlapped = written[n]
         samples, generated = read[n]
-        median, spread = _summary(samples)
+        median, spread = summarize_samples(samples)
         get = TransferResult(
-            "mooncake get",
+            "mooncake get (bytes)" if fallback else "mooncake get (zero copy)",
             nbytes[n],
             2 * config.n_layers,
             median,
             spread,
             len(samples),
-            _cpu_label(),
+            cpu_label(),
             True,
             n,
         )
@@ -739,11 +953,12 @@ def pool_kv_transfer(
             PoolKVResult(
                 n,
                 nbytes[n],
-                _summary(prefill)[0],
-                _summary(put)[0],
-                _summary(overlapped)[0],
+                summarize_samples(prefill)[0],
+                summarize_samples(put)[0],
+                summarize_samples(overlapped)[0],
                 get,
                 generated,
+                fallback,
             )
         )
     return tuple(out)

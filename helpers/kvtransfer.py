@@ -3,9 +3,11 @@
 Disaggregated serving (DistServe, Splitwise, Mooncake) runs the prefill and
 the decode of a request on different workers, so the prompt's KV cache must
 travel between them. :func:`distributed_kv_transfer` does this for real on
-one machine: it starts two processes on 127.0.0.1 joined by
-``torch.distributed`` (``gloo`` on the CPU; ``nccl`` between two GPUs when
-there are two), the *prefill worker* (rank 0) runs
+one machine or two: it starts two processes on 127.0.0.1 (or joins the
+rendezvous named by ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and
+``WORLD_SIZE``) joined by ``torch.distributed`` (``nccl`` between two GPUs,
+``gloo`` otherwise, through pinned host buffers when the cache is on a GPU),
+the *prefill worker* (rank 0) runs
 :class:`helpers.tinygpt.TinyGPT` on a prompt and sends every layer's keys and
 values, and the *decode worker* (rank 1) receives them into preallocated
 buffers, times the transfer, checks the cache against its own prefill and
@@ -33,12 +35,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import socket
-import statistics
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing import shared_memory
@@ -47,10 +47,18 @@ from typing import Any
 import numpy as np
 
 from . import _validate
+from ._measure import (
+    LOOPBACK,
+    byte_pattern,
+    cpu_label,
+    free_port,
+    run_children,
+    summarize_samples,
+)
 from .hardware import Link, dtype_bytes
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
-_HOST = "127.0.0.1"
+_HOST = LOOPBACK
 
 
 @dataclass(frozen=True)
@@ -96,13 +104,6 @@ class TransferResult:
         return self.nbytes / self.seconds
 
 
-def free_port(host: str = _HOST) -> int:
-    """A TCP port on ``host`` that was free a moment ago (bind to port 0, read it, close)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def kv_message_bytes(
     model: str | ModelConfig, tokens: int, *, batch: int = 1, dtype: str = "bf16"
 ) -> tuple[int, ...]:
@@ -124,123 +125,285 @@ def kv_message_bytes(
     return sizes
 
 
-def _summary(samples: list[float]) -> tuple[float, float]:
-    spread = 0.0
-    if len(samples) >= 4:
-        q = statistics.quantiles(samples, n=4)
-        spread = q[2] - q[0]
-    return statistics.median(samples), spread
-
-
-def _run_children(
-    targets: Sequence[tuple[Callable[..., None], tuple]],
-    timeout: float,
-    on_parent: Callable[[Any], Any] | None = None,
-) -> list[Any]:
-    """Start one spawned process per ``(function, args)``, each given a result queue as last argument.
-
-    Waits for one message per child within ``timeout`` seconds (``on_parent``, if given,
-    runs in this process meanwhile and its result is appended). Kills every child on a
-    failure or a timeout; always joins them.
-    """
-    ctx = mp.get_context("spawn")
-    results: Any = ctx.Queue()
-    children = [
-        ctx.Process(target=fn, args=(*args, results), daemon=True)
-        for fn, args in targets
-    ]
-    deadline = time.monotonic() + timeout
-    try:
-        for child in children:
-            child.start()
-        parent_result = on_parent(deadline) if on_parent is not None else None
-        messages: dict[int, Any] = {}
-        while len(messages) < len(children):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(
-                    f"transfer workers did not finish within timeout={timeout} s"
-                )
-            try:
-                rank, ok, payload = results.get(timeout=min(remaining, 0.5))
-            except queue.Empty:
-                dead = [c for c in children if c.exitcode not in (None, 0)]
-                if dead:
-                    raise RuntimeError(
-                        f"a transfer worker died with exit code {dead[0].exitcode}"
-                    ) from None
-                continue
-            if not ok:
-                raise RuntimeError(f"transfer worker {rank} failed:\n{payload}")
-            messages[rank] = payload
-        for child in children:
-            child.join(max(0.1, deadline - time.monotonic()))
-        ordered = [messages[i] for i in sorted(messages)]
-        return ordered + ([parent_result] if on_parent is not None else [])
-    finally:
-        for child in children:
-            if child.pid is None:
-                continue
-            if child.is_alive():
-                child.kill()
-            child.join(5)
-        results.close()
-
-
 def _threads_per_worker() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
-
-
-def _pattern(nbytes: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 
 
 # --- torch.distributed path -------------------------------------------------
 
 
-def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> None:
-    """One of the two distributed workers (runs in a spawned process)."""
-    try:
-        import torch
-        import torch.distributed as dist
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the two workers of :func:`distributed_kv_transfer` meet (``torch.distributed``'s ``env://``).
 
-        from .bench import device_name, torch_dtype
-        from .tinygpt import TinyGPT
+    The four fields are the environment variables ``torchrun`` and cluster
+    launchers set: ``MASTER_ADDR`` and ``MASTER_PORT`` (the rank-0 host and a
+    free TCP port on it), ``RANK`` (0: the prefill worker, 1: the decode
+    worker) and ``WORLD_SIZE`` (2).
+    """
 
-        torch.set_num_threads(_threads_per_worker())
-        dev = torch.device(f"cuda:{rank}") if backend == "nccl" else torch.device("cpu")
-        if dev.type == "cuda":
-            torch.cuda.set_device(dev)
-        dist.init_process_group(
-            backend,
-            init_method=f"tcp://{_HOST}:{port}",
-            rank=rank,
-            world_size=2,
-            timeout=timedelta(seconds=spec["timeout"]),
+    master_addr: str
+    master_port: int
+    rank: int
+    world_size: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.master_addr:
+            raise ValueError("master_addr (MASTER_ADDR) must name a host")
+        if not 0 < self.master_port < 65536:
+            raise ValueError(
+                f"master_port (MASTER_PORT) must be in 1..65535, got {self.master_port}"
+            )
+        if self.world_size != 2:
+            raise ValueError(
+                f"world_size (WORLD_SIZE) must be 2 (one prefill and one decode worker), "
+                f"got {self.world_size}"
+            )
+        if self.rank not in (0, 1):
+            raise ValueError(f"rank (RANK) must be 0 or 1, got {self.rank}")
+
+    def environ(self) -> dict[str, str]:
+        """The ``env://`` variables for this rank."""
+        return {
+            "MASTER_ADDR": self.master_addr,
+            "MASTER_PORT": str(self.master_port),
+            "RANK": str(self.rank),
+            "WORLD_SIZE": str(self.world_size),
+        }
+
+
+_RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+
+
+def rendezvous_from_env(
+    *, environ: Mapping[str, str] | None = None
+) -> Rendezvous | None:
+    """The :class:`Rendezvous` named by ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and ``WORLD_SIZE``.
+
+    ``environ`` defaults to ``os.environ``. Returns ``None`` when none of the
+    four is set (one machine: :func:`distributed_kv_transfer` starts both
+    workers itself); raises ``ValueError`` naming the variable when only some
+    are set or one is malformed.
+    """
+    env = os.environ if environ is None else environ
+    present = [v for v in _RENDEZVOUS_VARS if env.get(v)]
+    if not present:
+        return None
+    missing = [v for v in _RENDEZVOUS_VARS if not env.get(v)]
+    if missing:
+        raise ValueError(
+            f"{', '.join(missing)} must be set too: a rendezvous needs all of "
+            f"{', '.join(_RENDEZVOUS_VARS)}"
         )
-        m = spec["config"]
+    numbers = {}
+    for var in ("MASTER_PORT", "RANK", "WORLD_SIZE"):
+        try:
+            numbers[var] = int(env[var])
+        except ValueError:
+            raise ValueError(f"{var} must be an integer, got {env[var]!r}") from None
+    return Rendezvous(
+        env["MASTER_ADDR"],
+        numbers["MASTER_PORT"],
+        numbers["RANK"],
+        numbers["WORLD_SIZE"],
+    )
+
+
+def _worker_device(backend: str, rank: int, spec: dict) -> Any:
+    """The device of this worker's cache: ``cuda:<local rank>`` for NCCL, ``cuda`` or ``cpu`` for gloo."""
+    import torch
+
+    if spec["device"] == "cpu":
+        return torch.device("cpu")
+    local = int(os.environ.get("LOCAL_RANK", rank)) if backend == "nccl" else 0
+    return torch.device(f"cuda:{local % max(1, torch.cuda.device_count())}")
+
+
+def _init_worker(rank: int, rendezvous: Rendezvous, backend: str, spec: dict) -> Any:
+    """Join the process group through ``env://``; return this worker's device."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(_threads_per_worker())
+    os.environ.update(rendezvous.environ())
+    dev = _worker_device(backend, rank, spec)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dist.init_process_group(
+        backend,
+        init_method="env://",
+        rank=rank,
+        world_size=rendezvous.world_size,
+        timeout=timedelta(seconds=spec["timeout"]),
+    )
+    return dev
+
+
+def _cache_shape(spec: dict, tokens: int) -> tuple[int, int, int, int]:
+    m = spec["config"]
+    return (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
+
+
+def _make_cache(spec: dict, tokens: int, prompt: Any, model: Any, dev: Any) -> list:
+    """The cache to send: the model's prefill of ``prompt``, or a seeded random one of its shape."""
+    import torch
+
+    from .bench import torch_dtype
+
+    if model is not None:
+        _, cache = model.prefill(prompt)
+    else:
+        generator = torch.Generator().manual_seed(spec["seed"] + tokens)
         dtype = torch_dtype(spec["dtype"])
+        cache = [
+            tuple(
+                torch.randn(_cache_shape(spec, tokens), generator=generator).to(
+                    dev, dtype
+                )
+                for _ in range(2)
+            )
+            for _ in range(spec["config"].n_layers)
+        ]
+    return [t.contiguous() for pair in cache for t in pair]
+
+
+def _empty_cache(spec: dict, tokens: int, dev: Any) -> list:
+    import torch
+
+    from .bench import torch_dtype
+
+    dtype = torch_dtype(spec["dtype"])
+    shape = _cache_shape(spec, tokens)
+    return [
+        torch.empty(shape, dtype=dtype, device=dev)
+        for _ in range(2 * spec["config"].n_layers)
+    ]
+
+
+def host_staging_buffers(tensors: Sequence[Any], *, pin: bool = True) -> list | None:
+    """Host buffers for sending GPU tensors over gloo (pinned when ``pin``), or ``None`` for CPU tensors.
+
+    Gloo moves host memory only, so a KV cache on a GPU travels GPU → pinned
+    host → peer → GPU: each tensor is copied into its buffer before the send
+    and out of it after the receive (:func:`send_cache`, :func:`receive_cache`).
+    """
+    import torch
+
+    if all(t.device.type == "cpu" for t in tensors):
+        return None
+    return [
+        torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=pin)
+        for t in tensors
+    ]
+
+
+def _synchronize_all(tensors: Sequence[Any]) -> None:
+    import torch
+
+    for dev in {t.device for t in tensors if t.device.type == "cuda"}:
+        torch.cuda.synchronize(dev)
+
+
+def send_cache(
+    dist: Any, tensors: Sequence[Any], host: Sequence[Any] | None, peer: int
+) -> None:
+    """Send every tensor to ``peer``; with ``host`` buffers, each goes device → host buffer → send."""
+    for i, t in enumerate(tensors):
+        if host is None:
+            dist.send(t, peer)
+            continue
+        host[i].copy_(t, non_blocking=True)
+        _synchronize_all([t])
+        dist.send(host[i], peer)
+
+
+def receive_cache(
+    dist: Any, tensors: Sequence[Any], host: Sequence[Any] | None, peer: int
+) -> None:
+    """Receive every tensor from ``peer``; with ``host`` buffers, each goes receive → host buffer → device."""
+    for i, t in enumerate(tensors):
+        if host is None:
+            dist.recv(t, peer)
+            continue
+        dist.recv(host[i], peer)
+        t.copy_(host[i], non_blocking=True)
+    _synchronize_all(tensors)
+
+
+def _time_transfer(
+    dist: Any, rank: int, tensors: list, host: list | None, spec: dict
+) -> list[float]:
+    """Seconds per transfer, measured by the decode worker (rank 1) from its "go" to the last byte in place.
+
+    One small round trip is included, as in :func:`socket_transfer`; with host
+    staging, the copies out of and into device memory are too.
+    """
+    import torch
+
+    go = torch.zeros(1)  # a host tensor: gloo and NCCL both move it (NCCL after .to)
+    if spec["backend"] == "nccl":
+        go = go.to(tensors[0].device)
+    samples = []
+    dist.barrier()  # both workers hold their tensors before the first "go"
+    for i in range(spec["warmup"] + spec["repeats"]):
+        _synchronize_all(tensors)
+        start = time.perf_counter()
+        if rank == 1:
+            dist.send(go, 0)
+            receive_cache(dist, tensors, host, 0)
+        else:
+            dist.recv(go, 1)
+            send_cache(dist, tensors, host, 1)
+        _synchronize_all(tensors)
+        if i >= spec["warmup"]:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _verify(spec: dict, received: list, expected: list, model: Any) -> bool:
+    """The received cache equals the decode worker's own, and (with a model) decodes to finite logits."""
+    import torch
+
+    ok = all(
+        torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3)
+        for a, b in zip(received, expected)
+    )
+    if model is not None and ok:
+        n = spec["config"].n_layers
+        pairs = [(received[2 * i], received[2 * i + 1]) for i in range(n)]
+        logits, _ = model.decode_step(
+            torch.zeros(spec["batch"], dtype=torch.long), pairs
+        )
+        ok = bool(torch.isfinite(logits).all())
+    return ok
+
+
+def _path_label(dev: Any, host: list | None) -> str:
+    from .bench import device_name
+
+    name = device_name(dev)
+    if dev.type != "cuda":
+        return name
+    if host is not None:
+        return f"{name} -> pinned host -> gloo -> pinned host -> {name}"
+    return f"GPU (rank 0) -> {name}"
+
+
+def _kv_rank(rank: int, rendezvous: Rendezvous, backend: str, spec: dict) -> list:
+    """Run one worker in this process; both ranks return the decode worker's results."""
+    import torch
+    import torch.distributed as dist
+
+    from .tinygpt import TinyGPT
+
+    dev = _init_worker(rank, rendezvous, backend, spec)
+    try:
+        m = spec["config"]
         model = (
             TinyGPT(m, dtype=spec["dtype"], device=dev, seed=spec["seed"])
             if spec["prefill"]
             else None
         )
-
-        def make_cache(tokens: int, prompt: Any) -> list:
-            if model is not None:
-                _, cache = model.prefill(prompt)
-            else:
-                generator = torch.Generator().manual_seed(spec["seed"] + tokens)
-                shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
-                cache = [
-                    tuple(
-                        torch.randn(shape, generator=generator).to(dev, dtype)
-                        for _ in range(2)
-                    )
-                    for _ in range(m.n_layers)
-                ]
-            return [t.contiguous() for pair in cache for t in pair]
-
         out = []
         for tokens in spec["tokens"]:
             generator = torch.Generator().manual_seed(spec["seed"] + tokens)
@@ -248,69 +411,41 @@ def _kv_worker(rank: int, port: int, backend: str, spec: dict, results: Any) -> 
                 0, m.vocab_size, (spec["batch"], tokens), generator=generator
             )
             if rank == 0:
-                tensors = make_cache(tokens, prompt)
+                tensors = _make_cache(spec, tokens, prompt, model, dev)
             else:
-                shape = (spec["batch"], m.n_kv_heads, tokens, m.head_dim)
-                tensors = [
-                    torch.empty(shape, dtype=dtype, device=dev)
-                    for _ in range(2 * m.n_layers)
-                ]
-            samples = []
-            go = torch.zeros(1, device=dev)
-            dist.barrier()  # both workers hold their tensors before the first "go"
-            for i in range(spec["warmup"] + spec["repeats"]):
-                # the decode worker asks ("go") and times until the last tensor has arrived:
-                # one small round trip is included, as in socket_transfer
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
-                start = time.perf_counter()
-                if rank == 1:
-                    dist.send(go, 0)
-                    for t in tensors:
-                        dist.recv(t, 0)
-                else:
-                    dist.recv(go, 1)
-                    for t in tensors:
-                        dist.send(t, 1)
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
-                if i >= spec["warmup"]:
-                    samples.append(time.perf_counter() - start)
+                tensors = _empty_cache(spec, tokens, dev)
+            host = host_staging_buffers(tensors) if backend == "gloo" else None
+            samples = _time_transfer(dist, rank, tensors, host, spec)
             if rank == 1:
-                expected = make_cache(tokens, prompt)
-                verified = all(
-                    torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3)
-                    for a, b in zip(tensors, expected)
-                )
-                if model is not None:
-                    received = [
-                        (tensors[2 * i], tensors[2 * i + 1]) for i in range(m.n_layers)
-                    ]
-                    logits, _ = model.decode_step(
-                        torch.zeros(spec["batch"], dtype=torch.long), received
-                    )
-                    verified = verified and bool(torch.isfinite(logits).all())
-                nbytes = sum(t.numel() * t.element_size() for t in tensors)
-                median, spread = _summary(samples)
-                name = device_name(dev)
-                if dev.type == "cuda":
-                    name = f"{device_name(torch.device('cuda:0'))} -> {name}"
+                expected = _make_cache(spec, tokens, prompt, model, dev)
+                median, spread = summarize_samples(samples)
                 out.append(
                     TransferResult(
                         backend,
-                        nbytes,
+                        sum(t.numel() * t.element_size() for t in tensors),
                         len(tensors),
                         median,
                         spread,
                         len(samples),
-                        name,
-                        verified,
+                        _path_label(dev, host),
+                        _verify(spec, tensors, expected, model),
                         tokens,
                     )
                 )
+        shared = [out]
+        dist.broadcast_object_list(shared, src=1)
         dist.barrier()
+        return list(shared[0])
+    finally:
         dist.destroy_process_group()
-        results.put((rank, True, out))
+
+
+def _kv_worker(
+    rank: int, rendezvous: Rendezvous, backend: str, spec: dict, results: Any
+) -> None:
+    """One of the two workers in a spawned process: its results or its traceback go to ``results``."""
+    try:
+        results.put((rank, True, _kv_rank(rank, rendezvous, backend, spec)))
     except (
         BaseException
     ):  # report any failure to the parent, which kills the other worker
@@ -340,8 +475,25 @@ def distributed_kv_transfer(
     timeout: float = 120.0,
     seed: int = 0,
     prefill: bool = True,
+    device: str | None = None,
+    rendezvous: Rendezvous | None = None,
 ) -> tuple[TransferResult, ...]:
     """Prefill in one process, send the KV cache to another with ``torch.distributed``, time it.
+
+    **Where the workers run.** With no ``rendezvous`` and none in the
+    environment (:func:`rendezvous_from_env`: ``MASTER_ADDR``,
+    ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), this call spawns both workers
+    on this machine and joins them on 127.0.0.1. With one, this process *is*
+    the worker of that rank: start the same call on two machines (rank 0, the
+    prefill worker, on ``MASTER_ADDR``; rank 1, the decode worker, elsewhere),
+    for instance with ``torchrun --nnodes 2 --nproc-per-node 1``; both get the
+    decode worker's results.
+
+    **What moves.** NCCL (two or more GPUs, :func:`default_backend`) sends GPU
+    memory to GPU memory. Gloo with the cache on a GPU (one GPU per machine,
+    or two processes sharing one GPU) sends it the way such a deployment
+    would: GPU → pinned host buffer → gloo → pinned host buffer → GPU, every
+    copy inside the time. Gloo on the CPU moves host memory.
 
     Parameters
     ----------
@@ -365,6 +517,12 @@ def distributed_kv_transfer(
         ``True``: the prefill worker runs the model and sends the cache it produced.
         ``False``: it sends a seeded random cache of the same shape and no model is built
         (same bytes, without the cost of building a large model on a CPU).
+    device : {"cuda", "cpu"}, optional
+        Where each worker keeps the cache; default ``"cuda"`` when a GPU is
+        visible, else ``"cpu"``. NCCL needs ``"cuda"``.
+    rendezvous : Rendezvous, optional
+        Run this process as one worker of a two-machine transfer (default: from the
+        environment, else both workers here).
 
     Returns
     -------
@@ -383,7 +541,7 @@ def distributed_kv_transfer(
         "nccl",
     ):
         raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
-    spec = {
+    spec: dict[str, Any] = {
         "config": config,
         "tokens": sizes,
         "batch": _validate.positive_int("batch", batch),
@@ -398,11 +556,35 @@ def distributed_kv_transfer(
     chosen = (
         default_backend() if backend is None else _validate.name("backend", backend)
     )
+    spec["backend"] = chosen
+    spec["device"] = _cache_device(device, chosen)
+    if rendezvous is None:
+        rendezvous = rendezvous_from_env()
+    if rendezvous is not None:  # one worker of a run across machines
+        return tuple(_kv_rank(rendezvous.rank, rendezvous, chosen, spec))
     port = free_port()
-    worker_results = _run_children(
-        [(_kv_worker, (rank, port, chosen, spec)) for rank in (0, 1)], spec["timeout"]
+    worker_results = run_children(
+        [
+            (_kv_worker, (rank, Rendezvous(_HOST, port, rank), chosen, spec))
+            for rank in (0, 1)
+        ],
+        spec["timeout"],
     )
     return tuple(worker_results[1])
+
+
+def _cache_device(device: str | None, backend: str) -> str:
+    """``"cuda"`` or ``"cpu"``: ``device`` checked against ``backend`` (default: a GPU when visible)."""
+    if device is None:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    key = _validate.name("device", device)
+    if key not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
+    if backend == "nccl" and key != "cuda":
+        raise ValueError("device must be 'cuda' with backend='nccl'")
+    return key
 
 
 # --- reference paths: a plain socket, shared memory --------------------------
@@ -412,10 +594,10 @@ def _socket_sender(
     port: int, sizes: tuple[int, ...], rounds: int, seed: int, results: Any
 ) -> None:
     try:
-        payload = _pattern(sum(sizes), seed)
+        payload = byte_pattern(sum(sizes), seed)
         views, offset = [], 0
         for size in sizes:
-            views.append(memoryview(payload)[offset : offset + size])
+            views.append(payload.data[offset : offset + size])
             offset += size
         with socket.create_connection((_HOST, port)) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -471,7 +653,7 @@ def socket_transfer(
             conn.settimeout(max(0.1, deadline - time.monotonic()))
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             buffer = np.empty(total, dtype=np.uint8)
-            view = memoryview(buffer)
+            view = buffer.data
             samples = []
             for i in range(warmup + repeats):
                 start = time.perf_counter()
@@ -479,17 +661,19 @@ def socket_transfer(
                 _recv_exactly(conn, view)
                 if i >= warmup:
                     samples.append(time.perf_counter() - start)
-            return samples, bool(np.array_equal(buffer, _pattern(total, seed)))
+            return samples, bool(np.array_equal(buffer, byte_pattern(total, seed)))
 
     try:
-        _, (samples, verified) = _run_children(
-            [(_socket_sender, (port, sizes, warmup + repeats, seed))], timeout, receive
+        _, (samples, verified) = run_children(
+            [(_socket_sender, (port, sizes, warmup + repeats, seed))],
+            timeout,
+            on_parent=receive,
         )
     finally:
         server.close()
-    median, spread = _summary(samples)
+    median, spread = summarize_samples(samples)
     return TransferResult(
-        "socket", total, len(sizes), median, spread, repeats, _cpu_label(), verified
+        "socket", total, len(sizes), median, spread, repeats, cpu_label(), verified
     )
 
 
@@ -499,7 +683,7 @@ def _shm_writer(
     try:
         block = shared_memory.SharedMemory(name=name)
         try:
-            source = _pattern(sum(sizes), seed)
+            source = byte_pattern(sum(sizes), seed)
             target = np.ndarray(source.shape, dtype=np.uint8, buffer=block.buf)
             while conn.recv() == "go":
                 offset = 0
@@ -559,20 +743,22 @@ def shared_memory_transfer(
                 if i >= warmup:
                     samples.append(time.perf_counter() - start)
             mine.send("stop")
-            return samples, bool(np.array_equal(out, _pattern(total, seed)))
+            return samples, bool(np.array_equal(out, byte_pattern(total, seed)))
         finally:
             del shared
 
     try:
-        _, (samples, verified) = _run_children(
-            [(_shm_writer, (block.name, sizes, theirs, seed))], timeout, read
+        _, (samples, verified) = run_children(
+            [(_shm_writer, (block.name, sizes, theirs, seed))],
+            timeout,
+            on_parent=read,
         )
     finally:
         mine.close()
         theirs.close()
         block.close()
         block.unlink()
-    median, spread = _summary(samples)
+    median, spread = summarize_samples(samples)
     return TransferResult(
         "shared_memory",
         total,
@@ -580,7 +766,7 @@ def shared_memory_transfer(
         median,
         spread,
         repeats,
-        _cpu_label(),
+        cpu_label(),
         verified,
     )
 
@@ -658,9 +844,3 @@ def measured_breakeven(
         if wins[i:].all():
             return int(n[i])
     return None
-
-
-def _cpu_label() -> str:
-    from .bench import cpu_name
-
-    return f"CPU: {cpu_name()}"

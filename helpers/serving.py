@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -290,7 +291,7 @@ def pd_ratio(
             f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
         )
     batch = _validate.positive_int("batch", batch)
-    opts = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu, "link": link}
+    opts: dict[str, Any] = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu, "link": link}
     prefill_s = suffix_prefill_time(model, hit_tokens, input_tokens, acc, **opts)
     context = mean_decode_context(input_tokens, output_tokens)
     step = decode_step_time(model, context, acc, batch=batch, **opts)

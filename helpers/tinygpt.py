@@ -390,7 +390,8 @@ class TinyGPT(nn.Module):
         FLOP: ``4 * n_layers * q_dim * batch * cache_tokens``; bytes: the whole cache read once.
         """
         out = inputs.queries[0]
-        for block, q, (k, v) in zip(self.blocks, inputs.queries, inputs.cache):
+        blocks: list[Block] = list(self.blocks)  # type: ignore[arg-type]
+        for block, q, (k, v) in zip(blocks, inputs.queries, inputs.cache):
             out = block.attention_core(q, k, v)
         return out
 
@@ -408,7 +409,8 @@ class TinyGPT(nn.Module):
             x = torch.randn(batch, 1, self.config.d_model).to(
                 device=self.device, dtype=self.lm_head.weight.dtype
             )
-        for block in self.blocks:
+        blocks: list[Block] = list(self.blocks)  # type: ignore[arg-type]
+        for block in blocks:
             x = block.linear_parts(x)
         return x
 

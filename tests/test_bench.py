@@ -114,3 +114,158 @@ def test_time_fn_on_one_thread_does_not_count_time_the_thread_is_not_running():
     finally:
         torch.set_num_threads(before)
     assert t.median < 0.01
+
+
+# --- amortized GPU timing, checked on a simulated GPU ----------------------------------------
+
+
+class _SimGPU:
+    """A fake ``torch`` whose CUDA events read a simulated GPU clock.
+
+    Each eager call costs ``dispatch`` seconds of CPU time and ``kernel`` seconds of GPU
+    time; the GPU starts a call only once the CPU has dispatched it, so ``n`` back-to-back
+    calls between two events take ``dispatch + n * max(kernel, dispatch)`` (the first
+    dispatch is inside the window, then whichever is slower sets the pace). A replayed
+    CUDA graph of ``n`` calls costs ``dispatch + n * (kernel + launch)``: one dispatch,
+    and the GPU's own launch cost per kernel.
+    """
+
+    def __init__(self, kernel, dispatch, launch=1e-6, capture_fails=False):
+        import contextlib
+        import types
+
+        self.kernel, self.dispatch, self.launch = kernel, dispatch, launch
+        self.capture_fails = capture_fails
+        self.log, self.capturing = [], None
+        sim = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = len(sim.log)
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):  # milliseconds, as torch's
+                return 1e3 * sim.window(sim.log[self.at : end.at])
+
+        class CUDAGraph:
+            def __init__(self):
+                self.calls = 0
+
+            def replay(self):
+                sim.log.append(("graph", self.calls))
+
+        @contextlib.contextmanager
+        def graph(g):
+            sim.capturing = g
+            try:
+                yield
+                if sim.capture_fails:
+                    raise RuntimeError(
+                        "operation not permitted when stream is capturing"
+                    )
+            finally:
+                sim.capturing = None
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        cuda = types.SimpleNamespace(
+            Event=Event,
+            CUDAGraph=CUDAGraph,
+            graph=graph,
+            Stream=Stream,
+            stream=lambda s: contextlib.nullcontext(),
+            current_stream=lambda: Stream(),
+            synchronize=lambda dev=None: None,
+            get_device_name=lambda dev=None: "Tesla T4",
+        )
+        self.torch = types.SimpleNamespace(
+            cuda=cuda,
+            device=lambda d: types.SimpleNamespace(type="cuda"),
+            get_num_threads=lambda: 8,
+        )
+
+    def call(self):
+        if self.capturing is not None:
+            self.capturing.calls += 1
+        else:
+            self.log.append(("eager", 1))
+
+    def window(self, entries):
+        eager = sum(n for kind, n in entries if kind == "eager")
+        graphed = sum(n for kind, n in entries if kind == "graph")
+        t = 0.0
+        if eager:
+            t += self.dispatch + eager * max(self.kernel, self.dispatch)
+        if graphed:
+            t += self.dispatch + graphed * (self.kernel + self.launch)
+        return t
+
+
+def test_calls_for_window_fills_a_millisecond():
+    """k = ceil(1 ms / t): a T4 layer of 20 µs needs 50 calls, a 2.5 µs H200 kernel 400."""
+    assert bench.calls_for_window(20e-6) == 50
+    assert bench.calls_for_window(2.5e-6) == 400
+    assert bench.calls_for_window(1.2e-3) == 1
+    assert bench.calls_for_window(1e-9, max_calls=100) == 100
+    with pytest.raises(ValueError, match="window"):
+        bench.calls_for_window(1e-6, window=0)
+
+
+def test_amortized_timer_removes_the_launch_gap_a_single_call_counts(monkeypatch):
+    """T4-like layer: 20 µs of GPU work, 8 µs of dispatch.
+
+    One call between its own events measures 8 + 20 = 28 µs (40 % high). k back-to-back
+    calls in a window of at least 1 ms measure (8 + 20 k) / k: with k = 50, 20.16 µs.
+    """
+    sim = _SimGPU(kernel=20e-6, dispatch=8e-6)
+    monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
+    single = bench.time_fn(sim.call, warmup=1, repeats=5, dev="cuda")
+    assert single.median == pytest.approx(28e-6)
+    amortized = bench.time_amortized(sim.call, warmup=1, repeats=5, dev="cuda")
+    assert amortized.calls * amortized.median >= 1e-3  # the window
+    assert amortized.median == pytest.approx(20e-6, rel=0.01)
+    assert amortized.method == "events, back-to-back calls"
+    assert amortized.device == "Tesla T4"
+
+
+def test_graph_replay_removes_dispatch_where_the_cpu_is_slower(monkeypatch):
+    """H200-like small kernel: 2 µs of GPU work, 8 µs of dispatch, 1 µs GPU launch cost.
+
+    Back to back the CPU sets the pace: (8 + 8 k) / k ≈ 8 µs, four times the work. A CUDA
+    graph replay of k calls costs (8 + 3 k) / k ≈ 3 µs: the work plus the GPU's launch.
+    """
+    sim = _SimGPU(kernel=2e-6, dispatch=8e-6, launch=1e-6)
+    monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
+    eager = bench.time_amortized(sim.call, warmup=1, repeats=3, dev="cuda")
+    assert eager.median == pytest.approx(8e-6, rel=0.02)
+    graphed = bench.time_amortized(
+        sim.call, warmup=1, repeats=3, dev="cuda", graph=True
+    )
+    assert graphed.method == "events, CUDA graph replay"
+    assert graphed.median == pytest.approx(3e-6, rel=0.03)
+    assert graphed.calls * graphed.median >= 1e-3
+
+
+def test_a_failed_graph_capture_warns_and_times_back_to_back(monkeypatch):
+    sim = _SimGPU(kernel=20e-6, dispatch=8e-6, capture_fails=True)
+    monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
+    with pytest.warns(RuntimeWarning, match="CUDA graph capture failed"):
+        t = bench.time_amortized(sim.call, warmup=0, repeats=3, dev="cuda", graph=True)
+    assert t.method == "events, back-to-back calls"
+    assert t.median == pytest.approx(20e-6, rel=0.01)
+
+
+def test_amortized_timer_on_the_cpu_is_per_call():
+    """On the CPU k calls are timed by the clock and divided by k; a 0.2 ms call needs k = 5."""
+    x = torch.ones(200_000)
+    t = bench.time_amortized(lambda: x.sum(), warmup=1, repeats=3, dev=CPU)
+    assert t.method == "CPU clock" and t.calls >= 1 and t.median > 0
+    with pytest.raises(ValueError, match="repeats"):
+        bench.time_amortized(lambda: None, repeats=0, dev=CPU)

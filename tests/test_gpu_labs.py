@@ -149,3 +149,169 @@ def test_run_without_cuda_refuses_unless_dry(capsys):
         pytest.skip("this machine has a GPU")
     assert gpu_labs.main(["run", "--out", ""]) == 2
     assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_lab_paths_need_no_yaml(monkeypatch):
+    """The toc is read without PyYAML, which a bare GPU image may lack (J1)."""
+    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` would now fail
+    import importlib
+
+    fresh = importlib.reload(gpu_labs)
+    assert [p.name for p in fresh.lab_paths()] == [p.name for p in gpu_labs.lab_paths()]
+    assert len(fresh.lab_paths()) == 7
+
+
+def test_lab_imports_list_what_the_labs_need():
+    """Every lab's imports are found (so the dry run checks them), Colab's set-up cells left out."""
+    imports = dict(gpu_labs.lab_imports(gpu_labs.lab_paths()))
+    for module in (
+        "torch",
+        "numpy",
+        "matplotlib.pyplot",
+        "tqdm.auto",
+        "IPython.display",
+    ):
+        assert module in imports
+    assert {"bench", "labtools", "plots", "kvpool"} <= set(imports["helpers"])
+    assert not any(m.startswith("google") for m in imports)
+
+
+def test_a_missing_import_fails_the_smoke_test():
+    with pytest.raises(RuntimeError, match="no_such_module_xyz"):
+        gpu_labs.kernel_smoke_test([("no_such_module_xyz", ())])
+
+
+def test_lab_cap_is_twice_the_plan_within_the_budget():
+    """A 100 s lab gets 200 s; a 5 s lab the minimum cap; no lab more than the budget left."""
+    assert gpu_labs.lab_cap_s(100, 500) == 200
+    assert gpu_labs.lab_cap_s(5, 500) == gpu_labs.MIN_LAB_CAP_S
+    assert gpu_labs.lab_cap_s(100, 150) == 150
+
+
+def test_a_lab_past_its_cap_is_killed_and_left_as_it_was(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(120)")]
+    )
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, path)
+    before = path.read_bytes()
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="cap of 8 s"):
+        gpu_labs.execute_capped(path, 8)
+    assert time.monotonic() - started < 30
+    assert path.read_bytes() == before
+
+
+def test_results_are_packed_after_every_lab(tmp_path, monkeypatch):
+    """A lab that hangs is named as failed; the labs before it are already packed (J14)."""
+    labs = gpu_labs.lab_paths()[:3]
+    calls = []
+
+    def fake_execute(path, cap):
+        calls.append((path.name, cap))
+        if path == labs[1]:
+            raise TimeoutError(f"stopped after its cap of {cap:.0f} s")
+        if path == labs[2]:  # the first lab is in OUT before the third starts
+            manifest = json.loads((tmp_path / "gpu-labs-manifest.json").read_text())
+            assert manifest["files"] == [str(labs[0].relative_to(ROOT))]
+            assert manifest["complete"] is False
+        return 1.0
+
+    class Done:
+        returncode, stdout, stderr = 0, "benchmark ok", ""
+
+    monkeypatch.setattr(gpu_labs, "_device", lambda: ("Fake GPU", True))
+    monkeypatch.setattr(gpu_labs, "kernel_smoke_test", lambda imports=(): 0.1)
+    monkeypatch.setattr(gpu_labs, "execute_capped", fake_execute)
+    monkeypatch.setattr(gpu_labs.subprocess, "run", lambda *a, **k: Done())
+    args = ["run", "--out", str(tmp_path), "--labs"] + [
+        str(p.relative_to(ROOT)) for p in labs
+    ]
+    assert gpu_labs.main(args) == 0
+    assert [name for name, _ in calls] == [p.name for p in labs]
+    assert all(cap >= gpu_labs.MIN_LAB_CAP_S for _, cap in calls)
+    manifest = json.loads((tmp_path / "gpu-labs-manifest.json").read_text())
+    assert manifest["complete"] is True
+    assert manifest["failed"] == [str(labs[1].relative_to(ROOT))]
+    assert str(labs[1].relative_to(ROOT)) not in manifest["files"]
+
+
+# What the H200 image documents besides torch and numpy that the labs' imports reach (its package
+# list as read on 2026-11-17, /work/.library/device/KINDS.md "Python packages already there"):
+# matplotlib and its dependencies, tqdm, and the six of GPU_IMAGE_HAS. Nothing else is installed.
+IMAGE_PACKAGES = [
+    "matplotlib",
+    "tqdm",
+    "attrs",
+    "packaging",
+    "psutil",
+    "pygments",
+    "python-dateutil",
+    "typing-extensions",
+]
+
+
+def _makefile_list(name: str) -> list[str]:
+    text = (ROOT / "Makefile").read_text()
+    line = next(l for l in text.splitlines() if l.startswith(f"{name} :="))
+    return line.split(":=", 1)[1].split()
+
+
+@pytest.mark.slow
+def test_dry_run_in_a_fresh_venv_like_the_gpu_image(tmp_path):
+    """The dry run, in a venv holding only torch, numpy, the image's packages and make gpu-wheels' pins.
+
+    No system site packages: a module the labs import that neither the image nor the carried
+    wheels provide fails the smoke test here (J1, J2), not on the GPU machine. torch is the
+    CPU wheel this machine already installed (pip takes it from its cache or find-links).
+    """
+    import subprocess
+
+    import torch
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    packages = [
+        f"torch=={torch.__version__}",
+        "numpy",
+        *IMAGE_PACKAGES,
+        *_makefile_list("GPU_WHEEL_PINS"),
+    ]
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-compile",
+            "--disable-pip-version-check",
+            *packages,
+        ],
+        check=True,
+        timeout=600,
+    )
+    env = {
+        k: v for k, v in __import__("os").environ.items() if not k.startswith("PYTHON")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [
+            str(python),
+            "tools/gpu_labs.py",
+            "run",
+            "--dry-run",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "imports of the labs" in proc.stdout

@@ -477,11 +477,8 @@ def test_half_dtype():
 TORCH_NAMES = [
     # (torch.cuda.get_device_name(), catalog entry)
     ("Tesla T4", "T4"),
-    ("Tesla V100-SXM2-16GB", "V100 SXM2"),
     ("Tesla V100-SXM2-32GB", "V100 SXM2"),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
-    # The A100 40GB PCIe has the SXM4 40GB's peaks and 1,555 GB/s (A100 datasheet).
-    ("NVIDIA A100-PCIE-40GB", "A100 SXM4 40GB"),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
     ("NVIDIA A800-SXM4-80GB", "A800 SXM4 80GB"),
     ("NVIDIA H100 80GB HBM3", "H100 SXM"),
@@ -516,6 +513,13 @@ NOT_IN_CATALOG = [
     "NVIDIA GB300",  # Blackwell Ultra with Grace: not in the catalog (its peaks differ from the B300's)
     "AMD Instinct MI250X",
     "AMD Instinct MI355X",
+    # other parts of a catalogued family: never mapped onto that family's datasheet
+    "NVIDIA GH200 480GB",  # Grace Hopper: 96 GB HBM3 at 4 TB/s, not the H200 SXM's 141 GB at 4.8
+    "NVIDIA GH200 144G HBM3e",
+    "NVIDIA A100-PCIE-40GB",  # a 250 W PCIe board, not the 400 W SXM4 module
+    "NVIDIA A800 80GB PCIe",
+    "Tesla V100-SXM2-16GB",  # 16 GB, not the catalogued 32 GB SXM2
+    "NVIDIA GeForce RTX 4090 D",  # 114 SMs, not 128
 ]
 
 
@@ -697,3 +701,39 @@ def test_every_gpu_without_sms_or_l2_says_why():
                 acc.sms()
     b200 = get_accelerator("B200")
     assert b200.sms() == 148 and b200.l2_bytes == 126.5 * 2**20
+
+
+def test_pcie_3_link_bandwidth():
+    """PCIe 3.0 x16: 8 GT/s x 16 lanes x 128/130 / 8 bits = 15.75 GB/s per direction (PCI-SIG)."""
+    assert_allclose(get_link("pcie 3.0").bandwidth, 8e9 * 16 * 128 / 130 / 8)
+    assert_allclose(get_link("PCIe 3.0 x16").bandwidth, 15.75e9, rtol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "acc, link",
+    [
+        ("T4", "PCIe 3.0 x16"),  # T4 datasheet: x16 PCIe Gen3
+        (
+            "V100 SXM2",
+            "PCIe 3.0 x16",
+        ),  # V100 datasheet: PCIe 32 GB/s (Gen3 x16, both ways)
+        ("A100 SXM4 40GB", "PCIe 4.0 x16"),  # A100 datasheet: PCIe Gen4 64 GB/s
+        ("A100 SXM4 80GB", "PCIe 4.0 x16"),
+        ("L4", "PCIe 4.0 x16"),  # L4 datasheet: PCIe Gen4 x16 64 GB/s
+        ("H100 SXM", "PCIe 5.0 x16"),  # H100 datasheet: PCIe Gen5 128 GB/s
+        ("H200 SXM", "PCIe 5.0 x16"),  # H200 datasheet: PCIe Gen5 128 GB/s
+    ],
+)
+def test_host_link_follows_the_datasheet(acc, link):
+    assert hardware.host_link(acc) is get_link(link)
+    assert get_accelerator(acc).host_link == link
+
+
+def test_every_host_link_is_a_catalog_link():
+    """Each accelerator's host_link names a Link of the catalog (or is None and host_link() says why)."""
+    for acc in hardware.accelerators():
+        if acc.host_link is None:
+            with pytest.raises(KeyError, match=acc.name):
+                hardware.host_link(acc)
+        else:
+            assert hardware.host_link(acc).name == acc.host_link

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from helpers import kvpool
-from helpers.kvtransfer import free_port
+from helpers._measure import free_port
 from helpers.llm import kv_cache_bytes
 
 REASON = kvpool.unavailable_reason()
@@ -192,6 +192,69 @@ def test_disaggregated_decode_matches_recompute(pool):
     assert len(result.generated) == 6
     assert result.generated == kvpool.recompute_tokens(config, 20, new_tokens=6, seed=3)
     assert min(result.prefill_s, result.put_s, result.overlapped_s) > 0
+    assert result.fallback is None and result.get.path == "mooncake get (zero copy)"
+
+
+def test_zero_copy_round_trip_into_registered_tensors(pool, client):
+    """batch_put_from / batch_get_into move a cache into preallocated, registered tensors unchanged."""
+    import torch
+
+    config = _config()
+    assert client.zero_copy, (
+        client.fallback_reason
+    )  # 0.3.13 has the registered-buffer API
+    cache = [
+        (torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8))
+        for _ in range(config.n_layers)
+    ]
+    client.put_kv_cache("zc/5", cache)
+    out = client.empty_kv_cache(config, 5)
+    got = client.get_kv_cache("zc/5", config, 5, out=out)
+    assert all(g[0].data_ptr() == o[0].data_ptr() for g, o in zip(got, out))  # in place
+    for (k, v), (gk, gv) in zip(cache, got):
+        assert torch.equal(k, gk) and torch.equal(v, gv)
+    with pytest.raises(KeyError):
+        client.get_kv_cache("zc/missing", config, 5, out=out)
+    client.unregister([t for pair in out for t in pair])
+
+
+class _OldStore:
+    """A store without the registered-buffer API (an older Mooncake build): put/get bytes only."""
+
+    def __init__(self):
+        self.objects = {}
+
+    def put(self, key, view):
+        self.objects[key] = bytes(view)
+        return 0
+
+    def get(self, key):
+        return self.objects.get(key, b"")
+
+    def get_size(self, key):
+        return len(self.objects[key]) if key in self.objects else -1
+
+    def close(self):
+        pass
+
+
+def test_a_build_without_zero_copy_falls_back_and_says_so():
+    """Without register_buffer/put_from/get_into the client copies through bytes and names the reason."""
+    import torch
+
+    config = _config()
+    client = kvpool.PoolClient(_OldStore(), kvpool.PoolAddress("h:1", "http://h:2/m"))
+    assert not client.zero_copy
+    assert "register_buffer" in client.fallback_reason
+    cache = [(torch.ones(1, 2, 3, 8), torch.zeros(1, 2, 3, 8))] * config.n_layers
+    client.put_kv_cache("old", cache)
+    out = client.empty_kv_cache(config, 3)
+    got = client.get_kv_cache("old", config, 3, out=out)
+    assert torch.equal(got[0][0], cache[0][0]) and torch.equal(got[-1][1], cache[0][1])
+    off = kvpool.PoolClient(
+        _OldStore(), kvpool.PoolAddress("h:1", "http://h:2/m"), zero_copy=False
+    )
+    assert "zero_copy=False" in off.fallback_reason
 
 
 def test_bad_input_names_the_parameter(pool):

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import kvcache, kvtransfer, llm
-from helpers.kvtransfer import free_port, kv_message_bytes
+from helpers import _measure, kvcache, kvtransfer, llm
+from helpers._measure import free_port
+from helpers.kvtransfer import kv_message_bytes
 
 
 def test_fit_link_through_two_points():
@@ -139,7 +140,7 @@ def test_reference_paths_move_the_same_bytes_intact():
 def test_timeout_kills_the_children(monkeypatch):
     """A worker that never answers is killed when the timeout expires, and the call raises TimeoutError."""
     with pytest.raises(TimeoutError, match="timeout"):
-        kvtransfer._run_children([(_sleep_forever, ())], timeout=1.5)
+        _measure.run_children([(_sleep_forever, ())], timeout=1.5)
     assert mp.active_children() == []
 
 
@@ -147,7 +148,7 @@ def test_timeout_kills_the_children(monkeypatch):
 def test_worker_failure_is_reported_and_cleaned_up():
     """A worker that raises makes the call raise RuntimeError with its traceback; no child survives."""
     with pytest.raises(RuntimeError, match="boom"):
-        kvtransfer._run_children([(_fail, ()), (_sleep_forever, ())], timeout=20)
+        _measure.run_children([(_fail, ()), (_sleep_forever, ())], timeout=20)
     assert mp.active_children() == []
 
 
@@ -191,3 +192,78 @@ def test_mla_messages_are_one_latent_per_layer():
     """DeepSeek-V3: 61 messages of tokens * 576 * 2 bytes, adding up to the 70,272 B/token of the cache."""
     sizes = kvtransfer.kv_message_bytes("deepseek-v3", 10)
     assert sizes == (10 * 576 * 2,) * 61
+
+
+def test_rendezvous_comes_from_the_environment():
+    """MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE name the rendezvous; none set means 'both here'."""
+    env = {
+        "MASTER_ADDR": "node-a",
+        "MASTER_PORT": "29500",
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+    }
+    r = kvtransfer.rendezvous_from_env(environ=env)
+    assert r == kvtransfer.Rendezvous("node-a", 29500, 1, 2)
+    assert r.environ() == env
+    assert kvtransfer.rendezvous_from_env(environ={}) is None
+    with pytest.raises(ValueError, match="MASTER_PORT, RANK, WORLD_SIZE"):
+        kvtransfer.rendezvous_from_env(environ={"MASTER_ADDR": "node-a"})
+    with pytest.raises(ValueError, match="RANK"):
+        kvtransfer.rendezvous_from_env(environ={**env, "RANK": "x"})
+    with pytest.raises(ValueError, match="WORLD_SIZE"):
+        kvtransfer.rendezvous_from_env(environ={**env, "WORLD_SIZE": "4"})
+    with pytest.raises(ValueError, match="MASTER_PORT"):
+        kvtransfer.Rendezvous("node-a", 0, 0)
+
+
+class _FakeDist:
+    """Records sends and receives; a receive takes the oldest sent tensor (one process stands for both)."""
+
+    def __init__(self):
+        self.log, self.wire = [], []
+
+    def send(self, tensor, peer):
+        self.log.append(("send", tensor.data_ptr(), peer))
+        self.wire.append(tensor.clone())
+
+    def recv(self, tensor, peer):
+        self.log.append(("recv", tensor.data_ptr(), peer))
+        tensor.copy_(self.wire.pop(0))
+
+
+def test_gpu_cache_over_gloo_is_staged_through_host_buffers(monkeypatch):
+    """On one GPU the cache goes device -> host buffer -> send -> host buffer -> device.
+
+    CPU tensors stand for the GPU ones (``device.type`` is faked as "cuda"), so the
+    test checks what is sent and received: the host buffers, never the device tensors,
+    and the receiver's device tensors end up equal to the sender's.
+    """
+    import torch
+
+    class _OnGPU(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("cuda:0")
+
+    monkeypatch.setattr(kvtransfer, "_synchronize_all", lambda tensors: None)
+    sent = [torch.randn(2, 3).as_subclass(_OnGPU) for _ in range(4)]
+    received = [torch.zeros(2, 3).as_subclass(_OnGPU) for _ in range(4)]
+    host_out = kvtransfer.host_staging_buffers(sent, pin=False)
+    host_in = kvtransfer.host_staging_buffers(received, pin=False)
+    assert host_out is not None and len(host_out) == 4
+    dist = _FakeDist()
+    kvtransfer.send_cache(dist, sent, host_out, 1)
+    kvtransfer.receive_cache(dist, received, host_in, 0)
+    sent_ptrs = {("send", h.data_ptr(), 1) for h in host_out}
+    recv_ptrs = {("recv", h.data_ptr(), 0) for h in host_in}
+    assert set(dist.log) == sent_ptrs | recv_ptrs  # only host buffers on the wire
+    for a, b in zip(sent, received):
+        assert torch.equal(a.as_subclass(torch.Tensor), b.as_subclass(torch.Tensor))
+    assert kvtransfer.host_staging_buffers([torch.zeros(1)]) is None  # CPU: no staging
+
+
+def test_device_must_match_the_backend():
+    with pytest.raises(ValueError, match="device"):
+        kvtransfer.distributed_kv_transfer(CONFIG, 4, backend="nccl", device="cpu")
+    with pytest.raises(ValueError, match="device"):
+        kvtransfer.distributed_kv_transfer(CONFIG, 4, device="tpu")

@@ -345,3 +345,161 @@ def test_plan_sweep_keeps_a_minimum_and_rejects_bad_input():
         labtools.plan_sweep([1], lambda n: 1.0, 1.0, budget_s=-1)
     with pytest.raises(TypeError, match="work_of"):
         labtools.plan_sweep([1], 3, 1.0, budget_s=1)
+
+
+# --- GPU paths, checked by arithmetic ------------------------------------------------------
+
+
+def test_plan_keeps_the_largest_size_on_a_gpu():
+    """J17: a dispatch-bound 128^3 probe (55 µs a call: 76 GFLOP/s) must not drop n = 8192.
+
+    At 76 GFLOP/s, 8 calls of 8192^3 (1.1 TFLOP each) are predicted at 116 s, over a 120 s
+    budget once the smaller sizes are counted; with keep_largest the size that reaches the
+    roof stays in the sweep.
+    """
+    sizes = [128, 256, 512, 1024, 2048, 4096, 8192]
+    rate = 2 * 128**3 / 55e-6
+    work = lambda n: 2.0 * n**3  # noqa: E731
+    plain = labtools.plan_sweep(sizes, work, rate, budget_s=120, calls=8)
+    assert 8192 in plain.skipped
+    kept = labtools.plan_sweep(
+        sizes, work, rate, budget_s=120, calls=8, keep_largest=True
+    )
+    assert kept.kept[-1] == 8192 and 8192 not in kept.skipped
+    assert list(kept.kept[:-1]) == list(plain.kept)
+
+
+def test_provenance_note_names_the_device_of_the_run():
+    assert labtools.provenance_note("NVIDIA H200") == (
+        "The outputs on this page come from a run on **NVIDIA H200**."
+    )
+    cpu = labtools.provenance_note("CPU: AMD EPYC 7B13 (1 threads)", cores=2)
+    assert "2 CPU cores; on a GPU the lab uses the larger sizes" in cpu
+    with pytest.raises(ValueError, match="cores"):
+        labtools.provenance_note("CPU: x", cores=0)
+
+
+def test_colab_widget_manager_only_on_colab(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    assert labtools.enable_colab_widgets() is False
+    enabled = []
+    colab = types.ModuleType("google.colab")
+    colab.output = types.SimpleNamespace(
+        enable_custom_widget_manager=lambda: enabled.append(True)
+    )
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    import ipywidgets
+
+    monkeypatch.setattr(ipywidgets, "__version__", "8.1.5")
+    assert labtools.enable_colab_widgets() is True and enabled == [True]
+    monkeypatch.setattr(
+        ipywidgets, "__version__", "7.7.1"
+    )  # Colab's own: nothing to do
+    assert labtools.enable_colab_widgets() is False and enabled == [True]
+
+
+def test_count_kernels_leaves_out_views():
+    import torch
+
+    x = torch.ones(4, 4)
+    assert labtools.count_kernels(lambda: x + 1) == 1
+    assert labtools.count_kernels(lambda: x.view(16)) == 0
+    assert labtools.count_kernels(lambda: torch.softmax(x @ x, -1)) == 2
+
+
+def _lab5_gpu_model():
+    """Lab 5's GPU model (8 layers of width 2048, GQA 16/4, fp16), as its cell 4 builds it."""
+    from helpers.tinygpt import tiny_config
+
+    return tiny_config(
+        n_layers=8,
+        d_model=2048,
+        n_heads=16,
+        n_kv_heads=4,
+        head_dim=128,
+        d_ff=5632,
+        vocab_size=32000,
+        name="tinygpt-8x2048",
+    )
+
+
+@pytest.mark.parametrize(
+    "gpu, per_kernel_s, old_check_holds",
+    [
+        (
+            "T4",
+            6.5e-6,
+            True,
+        ),  # 320 GB/s: big attention 13.4 ms against a small one of 0.34 ms
+        ("T4", 20e-6, True),
+        ("H200 SXM", 6.5e-6, False),  # 4.8 TB/s: 0.89 ms against 0.21 ms of launches
+        ("H200 SXM", 20e-6, False),
+    ],
+)
+def test_lab5_checks_hold_on_t4_and_h200_by_the_model(
+    gpu, per_kernel_s, old_check_holds
+):
+    """Lab 5's checks, with the model's own times standing in for measurements (J10).
+
+    Model: attention t = bytes / W + n * k over the datasheet bandwidth W, n = 48 kernels
+    (6 per layer: two matmuls, a scale, two casts and a softmax, as count_kernels finds),
+    k the floor per kernel (CPU dispatch when timed call by call, at most the lab's
+    measured overhead t0). Big point: batch 64 x context 4096 (4.3 GB); small: 1 x 512
+    (8.4 MB). The lab requires min(10, ratio / 2) growth: it holds on both GPUs for any
+    true floor up to t0, while the old tenfold fails on the H200 (ratio about 3 to 6).
+    Linear part: t(b) = max(M / W, b f / P) + 498 k, flat at b = 1, 2 (far below the knee),
+    so t(2) < 1.8 t(1), and t(256) / 256 < t(1).
+    """
+    from helpers import hardware, offload, roofline
+
+    config = _lab5_gpu_model()
+    acc = hardware.get_accelerator(gpu)
+    W, P = acc.memory_bandwidth, acc.flops("fp16")
+    big = offload.decode_split(config, 4096 - 1, batch=64, dtype="fp16").attention.bytes
+    small = offload.decode_split(config, 512 - 1, batch=1, dtype="fp16").attention.bytes
+    per_token = (
+        2 * 8 * 4 * 128 * 2
+    )  # keys and values, 8 layers, 4 KV heads of 128, fp16
+    assert big == pytest.approx(64 * 4095 * per_token, rel=0.01)  # the cache dominates
+    assert small == pytest.approx(511 * per_token, rel=0.01)
+    kernels = 48
+    t_big, t_small = (
+        big / W + kernels * per_kernel_s,
+        small / W + kernels * per_kernel_s,
+    )
+    need = labtools.required_growth(
+        big, small, bandwidth=W, kernels=kernels, per_kernel_s=per_kernel_s
+    )
+    assert t_big / t_small > need  # the lab's check holds with the floor at t0 ...
+    for k_true in (1e-6, per_kernel_s / 2):  # ... and with any smaller true floor
+        assert (big / W + kernels * k_true) / (small / W + kernels * k_true) > need
+    assert (t_big > 10 * t_small) is old_check_holds
+
+    def t_lin(b):
+        cost = offload.decode_split(config, 511, batch=b, dtype="fp16").linear
+        return (
+            roofline.roofline_time(cost.flops, cost.bytes, acc, dtype="fp16")
+            + 498 * per_kernel_s
+        )
+
+    assert t_lin(2) < 1.8 * t_lin(1)
+    assert t_lin(256) / 256 < t_lin(1)
+    assert P > 0
+
+
+def test_extra_weight_passes_counts_growth_in_weight_passes():
+    """256 MB of weights at 14 GB/s is 18.3 ms a pass; 18 ms -> 36.5 ms is one more pass, no growth none."""
+    passes = labtools.extra_weight_passes(
+        0.018, 0.0365, weight_bytes=256e6, bandwidth=14e9
+    )
+    assert passes == pytest.approx(0.0185 / (256e6 / 14e9))
+    assert (
+        labtools.extra_weight_passes(0.02, 0.019, weight_bytes=1e6, bandwidth=1e9)
+        == 0.0
+    )
+    with pytest.raises(ValueError, match="weight_bytes"):
+        labtools.extra_weight_passes(1.0, 2.0, weight_bytes=0, bandwidth=1.0)

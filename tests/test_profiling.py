@@ -1,29 +1,170 @@
-"""Tests of :mod:`helpers.profiling`: kernel names from cuDNN, cuBLAS and aten are sorted by kind."""
+"""Tests of :mod:`helpers.profiling`: kernels are classified by the op that launched them, then by name.
+
+The kernel names are real ones, as they appear in published profiles of cuDNN,
+cuBLAS and CUTLASS on T4 (Turing), V100 (Volta), A100 (Ampere) and H100
+(Hopper) GPUs: the Turing and Volta cuDNN convolutions as quoted in
+NVIDIA/apex#530, ryujaehun/pytorch-gpu-benchmark#6 and TensorFlow's
+``IsKernelUsingTensorCore``; cuBLAS's Hopper ``nvjet`` GEMMs, Ampere's
+``s16816`` and ``sm80_xmma`` kernels as Nsight Systems lists them.
+"""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 
 from helpers import profiling
 
+REAL_KERNELS = [
+    # T4 (sm_75): cuDNN tensor-core convolutions whose names carry a fused-relu epilogue
+    (
+        "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1",
+        "matrix",
+    ),
+    (
+        "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_interior_nhwc_tn_v1",
+        "matrix",
+    ),
+    ("turing_h1688gemm_128x128_ldg8_nn", "matrix"),
+    (
+        "void cudnn::winograd::winograd3x3Kernel<float, float, 4, 1, 8, (cudnn::winograd::WinogradLayout)0>(cudnn::winograd::Winograd3x3Params)",
+        "matrix",
+    ),
+    (
+        "void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>",
+        "matrix",
+    ),
+    # V100 (sm_70)
+    (
+        "volta_fp16_s884cudnn_fp16_256x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1",
+        "matrix",
+    ),
+    ("volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", "matrix"),
+    ("volta_sgemm_128x64_nn", "matrix"),
+    # A100 (sm_80)
+    (
+        "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_t1r1s1_execute_kernel_trt",
+        "matrix",
+    ),
+    ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", "matrix"),
+    (
+        "void cutlass::Kernel<cutlass_80_tensorop_f16_s16816gemm_relu_f16_64x64_64x4_nhwc_align8>(cutlass_80_tensorop_f16_s16816gemm_relu_f16_64x64_64x4_nhwc_align8::Params)",
+        "matrix",
+    ),
+    (
+        "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+        "matrix",
+    ),
+    # H100 (sm_90)
+    ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", "matrix"),
+    (
+        "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "matrix",
+    ),
+    # elementwise, normalization, pooling, layout (any GPU)
+    (
+        "void cudnn::bn_fw_inf_1C11_kernel_NCHW<__half, float, true, 1>(float, float, cudnnTensorStruct)",
+        "elementwise",
+    ),
+    (
+        "void at::native::batch_norm_transform_input_channels_last_kernel<c10::Half, float, float, true>",
+        "elementwise",
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar>",
+        "elementwise",
+    ),
+    (
+        "void at::native::(anonymous namespace)::max_pool_forward_nhwc<c10::Half, float>",
+        "elementwise",
+    ),
+    (
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>",
+        "elementwise",
+    ),
+    # operators (the CPU profile)
+    ("aten::conv2d", "matrix"),
+    ("aten::addmm", "matrix"),
+    ("aten::batch_norm", "elementwise"),
+    ("aten::relu_", "elementwise"),
+    ("aten::max_pool2d", "elementwise"),
+    ("aten::empty", "other"),
+    ("Memset (Device)", "other"),
+]
 
-@pytest.mark.parametrize(
-    "name, kind",
-    [
-        ("aten::conv2d", "matrix"),
-        ("aten::addmm", "matrix"),
-        ("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_nhwc", "matrix"),
-        ("volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", "matrix"),
-        ("aten::batch_norm", "elementwise"),
-        ("aten::relu_", "elementwise"),
-        ("void at::native::vectorized_elementwise_kernel<4, ...>", "elementwise"),
-        ("aten::max_pool2d", "elementwise"),
-        ("aten::empty", "other"),
-    ],
-)
-def test_kernel_kind(name, kind):
-    """Real kernel and operator names land in the right kind."""
+
+@pytest.mark.parametrize("name, kind", REAL_KERNELS)
+def test_kernel_kind_from_real_names(name, kind):
+    """Real kernel names from T4, V100, A100 and H100 profiles land in the right kind by name alone."""
     assert profiling.kernel_kind(name) == kind
+
+
+def test_the_launching_op_decides_before_the_name():
+    """A kernel whose name says nothing (or says 'relu') is classified by the aten op that launched it."""
+    conv = (
+        "aten::cudnn_convolution",
+        "aten::_convolution",
+        "aten::convolution",
+        "aten::conv2d",
+    )
+    assert profiling.kernel_class("sm75_xmma_fprop_fused_kernel", ops=conv) == "matrix"
+    assert profiling.kernel_class("some_future_kernel_v9", ops=conv) == "matrix"
+    assert (
+        profiling.kernel_class(
+            "some_future_kernel_v9", ops=("aten::cudnn_batch_norm", "aten::batch_norm")
+        )
+        == "elementwise"
+    )
+    assert (
+        profiling.kernel_class("some_future_kernel_v9", ops=("aten::add_",))
+        == "elementwise"
+    )
+    assert (
+        profiling.kernel_class("some_future_kernel_v9") == "other"
+    )  # no op, unknown name
+    # unknown op: the name decides
+    assert (
+        profiling.kernel_class("nvjet_tst_64x8", ops=("aten::my_custom_op",))
+        == "matrix"
+    )
+
+
+def _event(name, kernels=(), parent=None):
+    return SimpleNamespace(
+        name=name,
+        kernels=[SimpleNamespace(name=k, duration=us) for k, us in kernels],
+        cpu_parent=parent,
+    )
+
+
+def test_launched_kernels_reads_a_profile_and_summarizes_it():
+    """Kernels hang off the op that launched them (FunctionEvent.kernels, durations in µs)."""
+    conv2d = _event("aten::conv2d")
+    cudnn = _event(
+        "aten::cudnn_convolution",
+        [
+            (
+                "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1",
+                30.0,
+            )
+        ],
+        conv2d,
+    )
+    bn = _event(
+        "aten::cudnn_batch_norm",
+        [("void cudnn::bn_fw_inf_1C11_kernel_NHWC<__half>", 5.0)],
+    )
+    relu = _event("aten::relu_", [("mystery_kernel", 2.0)])
+    kernels = profiling.launched_kernels([conv2d, cudnn, bn, relu])
+    assert [k.ops for k in kernels][0] == ("aten::cudnn_convolution", "aten::conv2d")
+    assert kernels[0].seconds == pytest.approx(30e-6)
+    s = profiling.summarize(kernels)
+    assert s["matrix"] == (1, pytest.approx(30e-6))
+    assert s["elementwise"] == (2, pytest.approx(7e-6))
+    assert profiling.unclassified(kernels) == []
+    odd = profiling.launched_kernels([_event("aten::foo", [("mystery", 1.0)])])
+    assert profiling.unclassified(odd) == ["mystery"]
 
 
 def test_summarize_counts_and_times():
