@@ -27,6 +27,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   elementwise work
 * :mod:`helpers.published`, :mod:`helpers.validation` -- GPU measurements
   others published, each cited, and the time models checked against them
+* :mod:`helpers.achievable` -- achievable shares of datasheet peaks, from
+  the published peak measurements
 * :mod:`helpers.reports` -- Markdown tables of those measurements and errors
 * :mod:`helpers.papers` -- the figures of other papers (Mooncake) the book
   sets its models beside, cited
@@ -91,6 +93,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "calibration",
         "profiling",
         "published",
+        "achievable",
         "validation",
         "reports",
         "papers",

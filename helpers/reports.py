@@ -10,15 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .achievable import _fraction_table, fractions
 from .formatting import format_si, markdown_table
 from .published import KINDS, Kind, PublishedPoint, load
-from .validation import (
-    _fraction_table,
-    compare,
-    fractions,
-    summarize,
-    with_role,
-)
+from .validation import compare, summarize, with_role
 
 TARGET_MEDIAN = 0.15
 TARGET_P90 = 0.40
@@ -184,7 +179,7 @@ def calibration_markdown() -> str:
 
 
 def fractions_markdown() -> str:
-    """A Markdown table of each GPU's achievable fractions, as :func:`helpers.validation.fractions` derives them."""
+    """A Markdown table of each GPU's achievable fractions, as :func:`helpers.achievable.fractions` derives them."""
     table = _fraction_table()
     rows = []
     for gpu in sorted({g for g, _, _ in table}):

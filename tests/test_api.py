@@ -35,8 +35,8 @@ EXEMPT: dict[str, str] = {
     "published.load.kind": "the kind is what is loaded; published.load() reads as every kind",
     "traces.load_traces.names": "the names are what is loaded; load_traces() reads as both open traces",
     "tiers.example_hierarchy.acc": "the accelerator is the 'where' of the convention, positional",
-    "validation.achievable_device.dtype": "GPU and precision together name a published device (engineer D may convert it in the split)",
-    "validation.fractions.dtype": "as validation.achievable_device",
+    "achievable.achievable_device.dtype": "GPU and precision together name a published device",
+    "achievable.fractions.dtype": "as achievable.achievable_device",
 }
 """``module.function.parameter`` -> why that defaulted parameter may stay positional."""
 
