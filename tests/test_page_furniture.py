@@ -1,4 +1,4 @@
-"""Page furniture of the chapters (tools/page_furniture.py): objectives box, drawn diagrams, hidden plumbing."""
+"""Page furniture of every chapter: an objectives box under the title, a drawn diagram, no visible plumbing."""
 
 import json
 import re
@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import page_furniture
-
 ROOT = Path(__file__).resolve().parent.parent
-# The chapters the tool furnishes (a new chapter gets its entry in tools/page_furniture.CHAPTERS).
-CHAPTERS = [
-    p
-    for p in sorted((ROOT / "chapters").glob("*.ipynb"))
-    if page_furniture.spec_for(p) is not None
-]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -77,15 +70,18 @@ def test_diagram_scales_and_describes_itself(svg):
     ), "no white background"
 
 
-def test_every_configured_chapter_exists():
-    """A renamed chapter keeps its furniture: each entry of the tool still names a notebook."""
-    assert len(CHAPTERS) == len(page_furniture.CHAPTERS)
+PLUMBING = re.compile(r"Markdown\(\s*f?[\"']|markdown_table\(|rows\.append\(")
+HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
 
 
-def test_furniture_is_applied_and_idempotent(tmp_path):
-    """Running the tool on the committed chapters changes nothing and finds every rewrite done."""
-    for path in CHAPTERS:
-        copy = tmp_path / path.name
-        copy.write_text(path.read_text())
-        changes, problems = page_furniture.furnish(copy)
-        assert (changes, problems) == ([], []), path.name
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_visible_cell_only_formats_prose_or_tables(path):
+    """A code cell that builds Markdown or a table (the page's plumbing) is hidden, so the visible code teaches."""
+    visible = [
+        i
+        for i, c in enumerate(_cells(path))
+        if c["cell_type"] == "code"
+        and PLUMBING.search(_src(c))
+        and not HIDDEN & set(c.get("metadata", {}).get("tags", []))
+    ]
+    assert visible == [], f"{path.name}: visible plumbing in cells {visible}"
