@@ -17,6 +17,16 @@
   the keyboard and screen readers: focusable, announced as a button, pressed
   with Enter or Space.
 
+* sphinx-book-theme 1.3 (with pydata-sphinx-theme 0.17) renders each sidebar toggle twice: a
+  hidden one in the site header and the visible one in the article header. Both themes bind
+  their handlers to the *first* ``.primary-toggle``/``.secondary-toggle`` of the page
+  (``document.querySelector``), the hidden one, so the visible hamburger and "Contents" buttons
+  did nothing at any width and a phone reader could never open the table of contents.
+  :data:`SIDEBAR_TOGGLES` forwards a click on any other toggle to the first one, whose handlers
+  then open the sidebar dialog (narrow screens) or collapse the sidebar (wide screens). The empty
+  site header the hidden buttons live in (a 64-px band with a second search box) is hidden by
+  ``_static/book.css``; a hidden button still takes a forwarded click.
+
 * Markup of the theme and of the extensions that axe-core (``tests/browser/test_accessibility.py``)
   flags as a serious WCAG 2.1 failure is corrected in the written pages: see :data:`MARKUP_FIXES`.
 
@@ -53,6 +63,21 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
     }});
   }}
 }});"""
+
+
+SIDEBAR_TOGGLES = """document.addEventListener("click", (event) => {
+  for (const kind of ["primary-toggle", "secondary-toggle"]) {
+    const pressed = event.target.closest && event.target.closest("." + kind);
+    const bound = document.querySelector("." + kind);
+    if (pressed && bound && pressed !== bound) {
+      event.preventDefault();
+      event.stopPropagation();
+      bound.click();
+      return;
+    }
+  }
+}, true);"""
+"""Forward a click on a visible sidebar toggle to the one the themes bound their handlers to."""
 
 
 MARKUP_FIXES: tuple[tuple[str, str, str], ...] = (
@@ -198,4 +223,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _mathjax_where_maths, priority=100)
     app.connect("html-page-context", _live_button_keys)
     app.connect("build-finished", _fix_markup)
+    app.add_js_file(None, body=SIDEBAR_TOGGLES)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
