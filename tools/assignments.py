@@ -369,13 +369,15 @@ def _with_otter(cell: nbformat.NotebookNode, stem: str) -> list[nbformat.Noteboo
 def requirements(*, lab: bool) -> str:
     """The autograder's requirements: helpers from this repository and what notebooks import.
 
-    Versions are those of the book's ``requirements.txt``; labs also need torch.
+    Versions are those of the book's ``requirements-book.txt`` and ``requirements.txt``; labs
+    also need torch.
     """
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     pins = {
-        re.split(r"[=<>]", line)[0]: line
-        for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-        if line and not line.startswith("#")
+        re.split(r"[=<>;]", line)[0].strip(): line
+        for name in ("requirements-book.txt", "requirements.txt")
+        for line in (ROOT / name).read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith(("#", "-r"))
     }
     names = ["numpy", "matplotlib", "ipywidgets"] + (["torch"] if lab else [])
     lines = [f"gpu-book-helpers @ git+{config['repository']['url']}"]
