@@ -14,6 +14,10 @@ has compared the configuration with the one the doctrees were read with: the val
 Sphinx would read every source again. ``_settle_latex_numbering`` makes the same decision at
 ``config-inited``, before the comparison.
 
+A link that opens a notebook elsewhere (the labs' "Open in Colab" badge, Binder) would open the
+full notebook with every solution: in this edition it points at the edition's own notebooks, the
+zip ``tools/student_edition.py strip`` writes (:data:`STUDENT_ZIP`), and in print it is dropped.
+
 A reference into a removed solution would point at nothing in the student edition: it is
 reported as a warning (an error under ``-W``), naming the page.
 """
@@ -71,9 +75,48 @@ def _target(docname: str, ref: nodes.reference) -> tuple[str, str]:
     return posixpath.splitext(joined)[0], fragment
 
 
+STUDENT_ZIP = "_downloads/notebooks-student.zip"
+"""The student edition's notebooks, every chapter and lab without solutions (site-relative)."""
+NOTEBOOK_HOSTS = ("colab.research.google.com", "mybinder.org", "github.com", "nbviewer")
+"""Hosts a link to a notebook (``.ipynb``) could open it on, solutions included."""
+
+
+def opens_full_notebook(uri: str) -> bool:
+    """Whether ``uri`` opens a notebook of the repository on another site."""
+    if "://" not in uri:
+        return False
+    host = uri.split("://", 1)[1].split("/", 1)[0]
+    return any(h in host for h in NOTEBOOK_HOSTS) and (
+        ".ipynb" in uri or "colab.research.google.com/github" in uri
+    )
+
+
+def redirect_notebook_links(doctree: nodes.Element, docname: str, *, html: bool) -> int:
+    """Point each link that opens a full notebook elsewhere at the edition's zip (``html``), or
+    replace it by its text (print); return how many were changed."""
+    changed = 0
+    for ref in list(doctree.findall(nodes.reference)):
+        if not opens_full_notebook(ref.get("refuri", "")):
+            continue
+        changed += 1
+        if html:
+            target = posixpath.relpath(STUDENT_ZIP, posixpath.dirname(docname) or ".")
+            text = "Download this edition's notebooks (zip, no solutions)"
+            ref.replace_self(nodes.reference(text, text, refuri=target))
+        else:
+            ref.replace_self(
+                nodes.Text("Its notebook is in the student edition's notebook zip.")
+            )
+    return changed
+
+
 def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if not app.config.student_edition:
         return
+    builder = getattr(app, "builder", None)
+    redirect_notebook_links(
+        doctree, docname, html=getattr(builder, "format", "html") == "html"
+    )
     dropped = {(docname, i) for i in drop_solutions(doctree)} | _solution_targets(app)
     for ref in doctree.findall(nodes.reference):
         page, fragment = _target(docname, ref)

@@ -36,6 +36,14 @@ def student_config(out: Path) -> None:
     # Solutions are dropped as pages are written (_ext/student_pages.py), so the sources read
     # into the book's doctrees and this edition's build can reuse them.
     config.setdefault("sphinx", {}).setdefault("config", {})["student_edition"] = True
+    # No Colab or Binder button: they would open the full notebooks, solutions included, from the
+    # repository. The edition's own notebooks are its download button's and its zip's
+    # (_ext/student_pages.py points the labs' badges at the zip).
+    config["launch_buttons"] = {
+        k: v
+        for k, v in (config.get("launch_buttons") or {}).items()
+        if k not in {"colab_url", "binderhub_url", "jupyterhub_url", "thebe"}
+    }
     local = config["sphinx"].get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {
         name: str(ROOT / path) for name, path in local.items()
