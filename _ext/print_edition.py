@@ -1,9 +1,9 @@
 """Sphinx extension: what the printed edition (``make pdf``) does differently from the web.
 
-* **Remote images become their alt text.** The labs open with an "Open in Colab" badge, an image
-  wrapped in a link. Sphinx's LaTeX builder would download every remote image while it builds (a
-  network request per badge, a warning per badge offline) and print an SVG xelatex cannot include
-  without a converter. On paper the link is what matters: each remote image is replaced by its alt
+* **Remote images, and the Colab badge, become their alt text.** The labs open with an "Open in
+  Colab" badge, an image wrapped in a link: an SVG the book serves itself, which xelatex cannot
+  include without a converter (and a remote image would be downloaded while the book builds, a
+  warning each offline). On paper the link is what matters: each such image is replaced by its alt
   text, which keeps the enclosing link ("Open In Colab", clickable in the PDF).
 * **Calculators print as their figure.** A calculator's static output is a plain-text note
   ("Calculator controls (run the notebook live to use them)"), its default figure and its summary.
@@ -42,8 +42,13 @@ LAB_STEP = re.compile(r"^\d+[a-z]?\.\s+")
 API_DOC = "appendix/api"
 
 
+BADGE_FILE = "colab-badge.svg"
+"""The labs' Colab badge, served by the book (``_static/``): an SVG, which xelatex cannot include."""
+
+
 class RemoteImageAsText(SphinxPostTransform):
-    """Replace each remote image with its alt text (before Sphinx would download it)."""
+    """Replace each remote image, and the Colab badge, with its alt text (before Sphinx would
+    download it or look for a printable version)."""
 
     default_priority = ImageDownloader.default_priority - 1
     builders = ("latex",)
@@ -51,7 +56,7 @@ class RemoteImageAsText(SphinxPostTransform):
     def run(self, **kwargs: Any) -> None:
         for image in list(self.document.findall(nodes.image)):
             uri = image["uri"]
-            if "://" in uri:
+            if "://" in uri or uri.rsplit("/", 1)[-1] == BADGE_FILE:
                 image.replace_self(nodes.Text(image.get("alt") or uri))
 
 

@@ -14,6 +14,11 @@ has compared the configuration with the one the doctrees were read with: the val
 Sphinx would read every source again. ``_settle_latex_numbering`` makes the same decision at
 ``config-inited``, before the comparison.
 
+A check cell that computes its exercise's answer with a helper (``exercises.check(answer,
+ops.critical_batch_size(...))``) would hand a student the number: the edition shows and ships the
+cell that compares the answer against its stored digest instead (``tools/student_edition.py``,
+``helpers.exercises.check_digest``).
+
 A link that opens a notebook elsewhere (the labs' "Open in Colab" badge, Binder) would open the
 full notebook with every solution: in this edition it points at the edition's own notebooks, the
 zip ``tools/student_edition.py strip`` writes (:data:`STUDENT_ZIP`), and in print it is dropped.
@@ -25,6 +30,7 @@ reported as a warning (an error under ``-W``), naming the page.
 from __future__ import annotations
 
 import posixpath
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +116,35 @@ def redirect_notebook_links(doctree: nodes.Element, docname: str, *, html: bool)
     return changed
 
 
+def digest_checks(doctree: nodes.Element, rewrites: dict[str, str]) -> int:
+    """Show each check cell that computes its answer as the edition's digest check (the code
+    cell's text in the page); return how many were rewritten."""
+    by_text = {old.strip(): new for old, new in rewrites.items()}
+    changed = 0
+    for block in list(doctree.findall(nodes.literal_block)):
+        new = by_text.get(block.astext().strip())
+        if new is None:
+            continue
+        block.rawsource = new
+        block.children = []
+        block += nodes.Text(new)
+        changed += 1
+    return changed
+
+
+def _rewrites() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools.student_edition import check_rewrites
+
+    return check_rewrites()
+
+
 def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if not app.config.student_edition:
         return
+    digest_checks(doctree, _rewrites())
     builder = getattr(app, "builder", None)
     redirect_notebook_links(
         doctree, docname, html=getattr(builder, "format", "html") == "html"

@@ -116,3 +116,15 @@ def test_api_reference_keeps_signatures_and_drops_docstrings():
         "helpers.roofline.time" in n["ids"]
         for n in doc.findall(addnodes.desc_signature)
     )
+
+
+def test_local_colab_badge_prints_as_its_alt_text():
+    """The badge the book serves itself (an SVG xelatex cannot include) prints as its link text."""
+    doc = new_document("lab", get_default_settings(Parser))
+    link = nodes.reference(
+        "", "", refuri="https://colab.research.google.com/github/x.ipynb"
+    )
+    link += nodes.image(uri="_static/colab-badge.svg", alt="Open In Colab")
+    doc += nodes.paragraph("", "", link)
+    RemoteImageAsText(doc).run()
+    assert not list(doc.findall(nodes.image)) and link.astext() == "Open In Colab"

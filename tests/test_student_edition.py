@@ -231,3 +231,43 @@ def test_no_link_in_the_student_edition_leads_to_a_solution():
             assert not bad, f"{target.name} holds solutions in {bad}"
         else:
             assert "{solution}" not in target.read_text(encoding="utf-8"), target
+
+
+@pytest.mark.built
+@pytest.mark.skipif(
+    not STUDENT_HTML.exists(), reason="student edition not built (make student)"
+)
+def test_student_check_cells_compare_digests_and_never_compute_the_answer():
+    """Each auto-checked exercise with a stored digest (every chapter's, and lab 6's) is checked
+    with ``exercises.check_digest`` in the edition's pages, downloadable notebooks and zip: no
+    cell there calls the helper expression the book's check cell computes the answer with."""
+    import html as html_lib
+
+    from tools.student_edition import check_rewrites
+
+    rewrites = check_rewrites()
+    assert len(rewrites) >= 10
+    labels = {
+        re.search(r'check_digest\("([^"]+)"', new).group(1) for new in rewrites.values()
+    }
+    archive = STUDENT_HTML / "_downloads" / "notebooks-student.zip"
+    with zipfile.ZipFile(archive) as zf:
+        cells = [
+            c.source
+            for name in zf.namelist()
+            for c in nbformat.reads(zf.read(name).decode(), as_version=4).cells
+            if c.cell_type == "code"
+        ]
+    assert not set(rewrites) & set(cells), "a book check cell left in the zip"
+    shown = {m for c in cells for m in re.findall(r'check_digest\("([^"]+)"', c)}
+    assert shown == labels
+    pages = ""
+    for page in (STUDENT_HTML / "chapters").glob("*.html"):
+        pages += html_lib.unescape(
+            re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
+        )
+    for old in rewrites:
+        assert old.strip() not in pages
+    assert {lab for lab in labels if lab.startswith("ch")} <= set(
+        re.findall(r'check_digest\("([^"]+)"', pages)
+    )
