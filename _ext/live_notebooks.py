@@ -236,6 +236,11 @@ def _stage_all_notebooks(app: Sphinx) -> None:
         )
 
 
+def _restage(app: Sphinx, exception: Exception | None) -> None:
+    if exception is None and app.builder.format == "html":
+        _stage_all_notebooks(app)
+
+
 def _offline_note(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
@@ -249,5 +254,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("live_notebooks_prompt", PROMPT, "env")
     app.connect("source-read", _source_read)
     app.connect("builder-inited", _stage_all_notebooks)
+    # jupyterlite-sphinx's directive copies each page's notebook, as it is, into the same folder
+    # while the pages are read: stage again before its JupyterLite build (build-finished, 500).
+    app.connect("build-finished", _restage, priority=400)
     app.connect("html-page-context", _offline_note)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

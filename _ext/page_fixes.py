@@ -27,6 +27,9 @@
   site header the hidden buttons live in (a 64-px band with a second search box) is hidden by
   ``_static/book.css``; a hidden button still takes a forwarded click.
 
+* The intro page is titled like the book, and its ``<title>`` read "GPU performance from first
+  principles — GPU performance from first principles": such a title is cut to one (:func:`single_title`).
+
 * Markup of the theme and of the extensions that axe-core (``tests/browser/test_accessibility.py``)
   flags as a serious WCAG 2.1 failure is corrected in the written pages: see :data:`MARKUP_FIXES`.
 
@@ -42,6 +45,7 @@ not: every formula showed as raw LaTeX).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -155,6 +159,9 @@ def _fix_markup(app: Sphinx, exception: Exception | None) -> None:
         fixed = html
         for before, after, _ in MARKUP_FIXES:
             fixed = fixed.replace(before, after)
+        fixed = single_title(fixed)
+        if page.name != "search.html":
+            fixed = _SEARCH_INDEX.sub("", fixed)
         if fixed != html:
             page.write_text(fixed, encoding="utf-8")
 
@@ -211,6 +218,17 @@ def _live_button_keys(
     if LIVE_BUTTON in context.get("body", ""):
         # through the builder, for this page only (the builder resets its list for the next page)
         cast(StandaloneHTMLBuilder, app.builder).add_js_file("", body=_LIVE_BUTTON_KEYS)
+
+
+# pydata-sphinx-theme 0.17 loads the whole search index (about 230 KB) on every page, for a
+# search-as-you-type the book does not enable: only the search page needs it (review R26).
+_SEARCH_INDEX = re.compile(r'\s*<script src="(?:\.\./)*searchindex\.js"></script>')
+_DOUBLED_TITLE = re.compile(r"<title>(?P<t>[^<]+?) &#8212; (?P=t)</title>")
+
+
+def single_title(html: str) -> str:
+    """``html`` with a ``<title>`` that repeats the book's title ("X — X") cut to "X"."""
+    return _DOUBLED_TITLE.sub(r"<title>\g<t></title>", html)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

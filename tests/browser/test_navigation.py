@@ -125,3 +125,23 @@ def test_no_empty_header_band(open_page, width):
         "() => document.querySelector('.bd-header-article').getBoundingClientRect().top"
     )
     assert top < 5
+
+
+def test_wide_formula_on_a_phone_scrolls_with_a_cue(open_page):
+    """At 390 px a display formula wider than the column scrolls sideways inside its block, and
+    the block draws the edge shadows that say so (R27; tables get the same, R12)."""
+    page = open_page(390)
+    page.goto(page.url.replace("03_batching", "02_roofline"))
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1500)  # MathJax typesets
+    wide = page.evaluate(
+        """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).filter(
+            d => d.scrollWidth > d.clientWidth + 2).map(d => {
+                const s = getComputedStyle(d);
+                return {overflow: s.overflowX, background: s.backgroundImage};
+            })"""
+    )
+    assert wide, "no display formula wider than a phone's column to check"
+    for block in wide:
+        assert block["overflow"] in {"auto", "scroll"}
+        assert block["background"].count("gradient") == 4
