@@ -32,7 +32,7 @@ BOOK_STAMP := $(VENV)/.book-stamp
 $(BOOK_STAMP): requirements-book.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	@echo "installing the book's build tools (requirements-book.txt, about 150 MB)..."
+	@echo "installing the book's build tools (requirements-book.txt, about 600 MB on disk)..."
 	$(BIN)/python -m pip install -q -r requirements-book.txt
 	@# -qq: setuptools advises every editable install to mind same-named folders (a warning, not a fault)
 	$(BIN)/python -m pip install -qq --no-deps -e .
@@ -41,7 +41,7 @@ $(BOOK_STAMP): requirements-book.txt pyproject.toml
 book-setup: $(BOOK_STAMP)
 
 $(STAMP): $(BOOK_STAMP) requirements.txt
-	@echo "installing CPU torch $(TORCH_VERSION) and the test toolchain (requirements.txt, about 1 GB)..."
+	@echo "installing CPU torch $(TORCH_VERSION) and the test toolchain (requirements.txt, about 1.2 GB more on disk)..."
 	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
 	$(BIN)/python -m pip install -q -r requirements.txt
 	touch $(STAMP)
