@@ -47,8 +47,8 @@ def test_snippets_show_no_raw_tex(browser, site):
 
 
 def test_roofline_lists_api_entries_after_the_chapters(browser, site):
-    """"roofline" matches the ``helpers.roofline`` module and its functions: they come after
-    every page of prose, and the roofline chapter comes first among the chapters."""
+    """Searching "roofline" finds the ``helpers.roofline`` module and its functions: they come after
+    every page of prose."""
     hrefs = [r["href"] for r in _results(browser, site, "roofline")]
     api = [i for i, h in enumerate(hrefs) if h.startswith("appendix/api")]
     prose = [i for i, h in enumerate(hrefs) if not h.startswith("appendix/api")]
