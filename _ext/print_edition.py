@@ -94,9 +94,17 @@ def strip_lab_steps(document: nodes.Element) -> None:
 
 
 def shorten_api(document: nodes.Element, online: str) -> None:
-    """Keep the API reference's module descriptions and signatures; drop every docstring."""
+    """Keep the API reference's module descriptions and signatures (a class's methods' too);
+    drop every docstring."""
     for content in list(document.findall(addnodes.desc_content)):
-        content.parent.remove(content)
+        members = [
+            child for child in content.children if isinstance(child, addnodes.desc)
+        ]
+        if members:
+            content.children = []
+            content.extend(members)
+        else:
+            content.parent.remove(content)
     first = document.next_node(nodes.section)
     if first is None:
         return
