@@ -13,18 +13,37 @@ MOONCAKE_TRACES ?= $(abspath ../shared/data/mooncake-traces)
 export MOONCAKE_TRACES
 export PYTHONHASHSEED := 0
 
-.PHONY: gpu-labs gpu-wheels setup lite-wheels mathjax axe rdma-libs system-deps book student lint test test-chains test-measure test-site test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
+.PHONY: gpu-labs gpu-wheels setup book-setup lite-wheels mathjax axe rdma-libs system-deps book student lint test test-chains test-measure test-site test-unit test-notebooks test-book test-browser test-student browser-check student-check bench clean
 
 # Wheels the in-browser (JupyterLite/Pyodide) kernel installs from the site itself:
 # helpers built from this checkout, and ipywidgets with its pure-Python dependencies.
 LITE_WHEELS := jupyterlite/pypi
 LITE_PINS := ipywidgets==8.1.9 comm==0.2.3 jupyterlab_widgets==3.0.17
 
-$(STAMP): requirements.txt pyproject.toml
+# Two environments in one .venv: the book's (`make book`, `make student`, `make pdf`:
+# requirements-book.txt, no torch, no test toolchain) and, on top of it, the tests' (`make test`
+# and every test target: requirements.txt). torch comes from PyTorch's CPU index: on Linux, PyPI's
+# torch==2.13.0 is the CUDA build with several GB of nvidia-* wheels. A machine whose pip cannot
+# reach that index (a local wheel folder) still finds its own copy through pip's configuration.
+TORCH_VERSION := 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+BOOK_STAMP := $(VENV)/.book-stamp
+
+$(BOOK_STAMP): requirements-book.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@echo "installing the book's build tools (requirements-book.txt, about 600 MB on disk)..."
+	$(BIN)/python -m pip install -q -r requirements-book.txt
+	@# -qq: setuptools advises every editable install to mind same-named folders (a warning, not a fault)
+	$(BIN)/python -m pip install -qq --no-deps -e .
+	touch $(BOOK_STAMP)
+
+book-setup: $(BOOK_STAMP)
+
+$(STAMP): $(BOOK_STAMP) requirements.txt
+	@echo "installing CPU torch $(TORCH_VERSION) and the test toolchain (requirements.txt, about 1.2 GB more on disk)..."
+	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
 	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -34,13 +53,13 @@ setup: $(STAMP)
 LITE_PINS_STAMP := $(LITE_WHEELS)/.pins-$(shell echo "$(LITE_PINS)" | md5sum | cut -c1-12)
 LITE_HELPERS_STAMP := $(LITE_WHEELS)/.helpers
 
-$(LITE_PINS_STAMP): | $(STAMP)
+$(LITE_PINS_STAMP): | $(BOOK_STAMP)
 	rm -f $(LITE_WHEELS)/.pins-* $(LITE_WHEELS)/ipywidgets-* $(LITE_WHEELS)/comm-* $(LITE_WHEELS)/jupyterlab_widgets-*
 	mkdir -p $(LITE_WHEELS)
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
 	touch $@
 
-$(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/data/*) pyproject.toml | $(STAMP)
+$(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/data/*) pyproject.toml | $(BOOK_STAMP)
 	rm -rf $(LITE_WHEELS)/gpu_book_helpers-*.whl build  # setuptools' build/ would keep deleted modules
 	mkdir -p $(LITE_WHEELS)
 	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .
@@ -187,7 +206,8 @@ print-tex-packages:
 $(XELATEX):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES)
 
-pdf: setup $(XELATEX)
+pdf: book-setup $(XELATEX)
+	mkdir -p $(MATHJAX_SITE)  # html_extra_path must exist, though LaTeX never copies it (no npm needed)
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --builder pdflatex --path-output $(PDF_OUT)
 	$(BIN)/python tools/student_edition.py config $(PDF_OUT)/student/_config.yml
 	$(call SEED_DOCTREES,$(PDF_OUT)/_build,$(PDF_OUT)/student/_build)

@@ -6,9 +6,11 @@ from sphinx-exercise's registry at build time, so it never goes stale.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -24,27 +26,54 @@ class ExerciseIndexDirective(SphinxDirective):
         return [exercise_index_placeholder("")]
 
 
-def _question(entry: dict[str, Any], limit: int = 170) -> list[nodes.Node]:
-    """The exercise's first paragraph as nodes (math and emphasis kept), cut after about ``limit`` characters.
+def _question(entry: dict[str, Any], page_uri: str = "") -> list[nodes.Node]:
+    """The exercise's first paragraph as nodes (math and emphasis kept), whole.
 
-    Footnote citations are left out: their targets live on the exercise's own page.
+    Citations are left out (footnotes, and the citations _ext/bibtex_plugins.py makes of them):
+    the copy is made after Sphinx resolved the book's references, so they would stay unresolved. A link to an
+    anchor of the exercise's own page (``#memory-caps``) would point at nothing on the index: it
+    is pointed at that page (``page_uri``).
     """
     node = entry.get("node")
     for paragraph in node.findall(nodes.paragraph) if node is not None else ():
         if not paragraph.astext().strip():
             continue
         kept: list[nodes.Node] = []
-        length = 0
         for child in paragraph.children:
-            if isinstance(child, (nodes.footnote_reference, nodes.citation_reference)):
+            if _is_citation(child):
                 continue
-            if length >= limit:
-                kept.append(nodes.Text(" …"))
-                break
             kept.append(child.deepcopy())
-            length += len(child.astext())
-        return kept
+        for piece in kept:
+            if isinstance(piece, nodes.Element):
+                for inner in list(piece.findall(_is_citation)):
+                    inner.parent.remove(inner)
+                _anchor_to_page(piece, page_uri)
+        return [_tidy_space(piece) for piece in kept]
     return []
+
+
+def _is_citation(node: nodes.Node) -> bool:
+    return isinstance(node, (nodes.footnote_reference, nodes.citation_reference)) or (
+        isinstance(node, addnodes.pending_xref) and node.get("refdomain") == "cite"
+    )
+
+
+def _tidy_space(node: nodes.Node) -> nodes.Node:
+    """A text piece without the space a removed citation left before a comma or stop."""
+    if isinstance(node, nodes.Text):
+        return nodes.Text(re.sub(r" +([,.;:)])", r"\1", node.astext()))
+    return node
+
+
+def _anchor_to_page(tree: nodes.Element, page_uri: str) -> None:
+    """Point every same-page link in ``tree`` at ``page_uri`` (the page it was copied from)."""
+    refs = [tree] if isinstance(tree, nodes.reference) else []
+    for ref in refs + list(tree.findall(nodes.reference)):
+        if ref.get("refid"):
+            ref["refuri"] = f"{page_uri}#{ref['refid']}"
+            del ref["refid"]
+        elif ref.get("refuri", "").startswith("#"):
+            ref["refuri"] = page_uri + ref["refuri"]
 
 
 def _fill(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
@@ -78,7 +107,9 @@ def _fill(app: Sphinx, doctree: nodes.document, fromdocname: str) -> None:
             para += nodes.reference(
                 "", "", nodes.literal(label, label), internal=True, refuri=uri
             )
-            question = _question(entry)
+            question = _question(
+                entry, app.builder.get_relative_uri(fromdocname, docname)
+            )
             if question:
                 para += nodes.Text(" — ")
                 para.extend(question)

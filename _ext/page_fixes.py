@@ -17,6 +17,19 @@
   the keyboard and screen readers: focusable, announced as a button, pressed
   with Enter or Space.
 
+* sphinx-book-theme 1.3 (with pydata-sphinx-theme 0.17) renders each sidebar toggle twice: a
+  hidden one in the site header and the visible one in the article header. Both themes bind
+  their handlers to the *first* ``.primary-toggle``/``.secondary-toggle`` of the page
+  (``document.querySelector``), the hidden one, so the visible hamburger and "Contents" buttons
+  did nothing at any width and a phone reader could never open the table of contents.
+  :data:`SIDEBAR_TOGGLES` forwards a click on any other toggle to the first one, whose handlers
+  then open the sidebar dialog (narrow screens) or collapse the sidebar (wide screens). The empty
+  site header the hidden buttons live in (a 64-px band with a second search box) is hidden by
+  ``_static/book.css``; a hidden button still takes a forwarded click.
+
+* The intro page is titled like the book, and its ``<title>`` read "GPU performance from first
+  principles — GPU performance from first principles": such a title is cut to one (:func:`single_title`).
+
 * Markup of the theme and of the extensions that axe-core (``tests/browser/test_accessibility.py``)
   flags as a serious WCAG 2.1 failure is corrected in the written pages: see :data:`MARKUP_FIXES`.
 
@@ -32,6 +45,7 @@ not: every formula showed as raw LaTeX).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -53,6 +67,21 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
     }});
   }}
 }});"""
+
+
+SIDEBAR_TOGGLES = """document.addEventListener("click", (event) => {
+  for (const kind of ["primary-toggle", "secondary-toggle"]) {
+    const pressed = event.target.closest && event.target.closest("." + kind);
+    const bound = document.querySelector("." + kind);
+    if (pressed && bound && pressed !== bound) {
+      event.preventDefault();
+      event.stopPropagation();
+      bound.click();
+      return;
+    }
+  }
+}, true);"""
+"""Forward a click on a visible sidebar toggle to the one the themes bound their handlers to."""
 
 
 MARKUP_FIXES: tuple[tuple[str, str, str], ...] = (
@@ -130,6 +159,9 @@ def _fix_markup(app: Sphinx, exception: Exception | None) -> None:
         fixed = html
         for before, after, _ in MARKUP_FIXES:
             fixed = fixed.replace(before, after)
+        fixed = single_title(fixed)
+        if page.name != "search.html":
+            fixed = _SEARCH_INDEX.sub("", fixed)
         if fixed != html:
             page.write_text(fixed, encoding="utf-8")
 
@@ -188,6 +220,17 @@ def _live_button_keys(
         cast(StandaloneHTMLBuilder, app.builder).add_js_file("", body=_LIVE_BUTTON_KEYS)
 
 
+# pydata-sphinx-theme 0.17 loads the whole search index (about 230 KB) on every page, for a
+# search-as-you-type the book does not enable: only the search page needs it (review R26).
+_SEARCH_INDEX = re.compile(r'\s*<script src="(?:\.\./)*searchindex\.js"></script>')
+_DOUBLED_TITLE = re.compile(r"<title>(?P<t>[^<]+?) &#8212; (?P=t)</title>")
+
+
+def single_title(html: str) -> str:
+    """``html`` with a ``<title>`` that repeats the book's title ("X — X") cut to "X"."""
+    return _DOUBLED_TITLE.sub(r"<title>\g<t></title>", html)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     # Priority 100, ahead of the other handlers: the repeated scripts and the font
     # stylesheet are registered before any page is written, so they are already in
@@ -198,4 +241,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _mathjax_where_maths, priority=100)
     app.connect("html-page-context", _live_button_keys)
     app.connect("build-finished", _fix_markup)
+    app.add_js_file(None, body=SIDEBAR_TOGGLES)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

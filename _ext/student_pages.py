@@ -14,6 +14,15 @@ has compared the configuration with the one the doctrees were read with: the val
 Sphinx would read every source again. ``_settle_latex_numbering`` makes the same decision at
 ``config-inited``, before the comparison.
 
+A check cell that computes its exercise's answer with a helper (``exercises.check(answer,
+ops.critical_batch_size(...))``) would hand a student the number: the edition shows and ships the
+cell that compares the answer against its stored digest instead (``tools/student_edition.py``,
+``helpers.exercises.check_digest``).
+
+A link that opens a notebook elsewhere (the labs' "Open in Colab" badge, Binder) would open the
+full notebook with every solution: in this edition it points at the edition's own notebooks, the
+zip ``tools/student_edition.py strip`` writes (:data:`STUDENT_ZIP`), and in print it is dropped.
+
 A reference into a removed solution would point at nothing in the student edition: it is
 reported as a warning (an error under ``-W``), naming the page.
 """
@@ -21,6 +30,7 @@ reported as a warning (an error under ``-W``), naming the page.
 from __future__ import annotations
 
 import posixpath
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +81,74 @@ def _target(docname: str, ref: nodes.reference) -> tuple[str, str]:
     return posixpath.splitext(joined)[0], fragment
 
 
+STUDENT_ZIP = "_downloads/notebooks-student.zip"
+"""The student edition's notebooks, every chapter and lab without solutions (site-relative)."""
+NOTEBOOK_HOSTS = ("colab.research.google.com", "mybinder.org", "github.com", "nbviewer")
+"""Hosts a link to a notebook (``.ipynb``) could open it on, solutions included."""
+
+
+def opens_full_notebook(uri: str) -> bool:
+    """Whether ``uri`` opens a notebook of the repository on another site."""
+    if "://" not in uri:
+        return False
+    host = uri.split("://", 1)[1].split("/", 1)[0]
+    return any(h in host for h in NOTEBOOK_HOSTS) and (
+        ".ipynb" in uri or "colab.research.google.com/github" in uri
+    )
+
+
+def redirect_notebook_links(doctree: nodes.Element, docname: str, *, html: bool) -> int:
+    """Point each link that opens a full notebook elsewhere at the edition's zip (``html``), or
+    replace it by its text (print); return how many were changed."""
+    changed = 0
+    for ref in list(doctree.findall(nodes.reference)):
+        if not opens_full_notebook(ref.get("refuri", "")):
+            continue
+        changed += 1
+        if html:
+            target = posixpath.relpath(STUDENT_ZIP, posixpath.dirname(docname) or ".")
+            text = "Download this edition's notebooks (zip, no solutions)"
+            ref.replace_self(nodes.reference(text, text, refuri=target))
+        else:
+            ref.replace_self(
+                nodes.Text("Its notebook is in the student edition's notebook zip.")
+            )
+    return changed
+
+
+def digest_checks(doctree: nodes.Element, rewrites: dict[str, str]) -> int:
+    """Show each check cell that computes its answer as the edition's digest check (the code
+    cell's text in the page); return how many were rewritten."""
+    by_text = {old.strip(): new for old, new in rewrites.items()}
+    changed = 0
+    for block in list(doctree.findall(nodes.literal_block)):
+        new = by_text.get(block.astext().strip())
+        if new is None:
+            continue
+        block.rawsource = new
+        block.children = []
+        block += nodes.Text(new)
+        changed += 1
+    return changed
+
+
+def _rewrites() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools.student_edition import check_rewrites
+
+    return check_rewrites()
+
+
 def _on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if not app.config.student_edition:
         return
+    digest_checks(doctree, _rewrites())
+    builder = getattr(app, "builder", None)
+    redirect_notebook_links(
+        doctree, docname, html=getattr(builder, "format", "html") == "html"
+    )
     dropped = {(docname, i) for i in drop_solutions(doctree)} | _solution_targets(app)
     for ref in doctree.findall(nodes.reference):
         page, fragment = _target(docname, ref)

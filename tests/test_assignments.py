@@ -84,7 +84,7 @@ def test_spec_names_real_autograded_exercises():
 
 
 def _hidden_tests():
-    """(label, check, test function) for autograded questions whose test needs only helpers."""
+    """(question, test function, its parameters, notebook) for every autograded question."""
     cases = []
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
@@ -96,29 +96,33 @@ def _hidden_tests():
             exec(source.split("# END TEST CONFIG\n", 1)[1], env)
             func = next(v for k, v in env.items() if k.startswith("test_"))
             names = func.__code__.co_varnames[: func.__code__.co_argcount]
-            cases.append(pytest.param(q, func, names, id=q.label))
+            cases.append(pytest.param(q, func, names, nb, id=q.label))
     return cases
 
 
-def _helpers_env(names) -> dict | None:
+def _grading_env(names, question, nb) -> dict:
+    """What the hidden test's parameters are bound to when otter runs it in the student's
+    notebook: a helpers module, or (ch1-q3, ch9-q1, lab6-q2) a variable of the notebook, as the
+    notebook's own statements compute it (``assignments.notebook_state``)."""
     env = {}
+    state = None
     for name in names:
         if name == "answer":
             continue
         try:
             env[name] = importlib.import_module(f"helpers.{name}")
         except ModuleNotFoundError:
-            return None  # needs a variable of the notebook: checked end to end instead
+            if state is None:
+                state = assignments.notebook_state(nb, question)
+            env[name] = state[name]
     return env
 
 
-@pytest.mark.parametrize("question, func, names", _hidden_tests())
-def test_hidden_test_grades_like_the_book(question, func, names):
+@pytest.mark.parametrize("question, func, names, nb", _hidden_tests())
+def test_hidden_test_grades_like_the_book(question, func, names, nb):
     """The book's value and spec.yml's hand arithmetic pass; a blank, a unit slip and bits
     for bytes fail, each with a message that tells the student what to fix."""
-    env = _helpers_env(names)
-    if env is None:
-        pytest.skip(f"{question.label} reads notebook variables {names}")
+    env = _grading_env(names, question, nb)
     scope = dict(env)
     for line in [*question.check.imports, *question.check.preamble]:
         exec(line, scope)
@@ -216,3 +220,22 @@ def test_otter_grades_chapter_3(tmp_path):
     for result in slipped.values():
         assert result["score"] == 0, result
         assert "Check the units" in result["output"], result["output"]
+
+
+def test_notebook_state_runs_only_the_statements_the_test_needs():
+    """The backward slice binds the check's variables from the notebook's own statements, skips
+    IPython lines and statements it does not need (one that would raise is never run)."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("if False:\n    %pip install nothing\nn = 3"),
+            nbformat.v4.new_code_cell("unused = 1 / 0\nsize = n * 4"),
+            nbformat.v4.new_markdown_cell("```{exercise}\n:label: t-q1\nAsk.\n```"),
+            nbformat.v4.new_code_cell(
+                "answer = None  # your answer\n"
+                "print(exercises.check(answer, size * 2, rel_tol=0.01))"
+            ),
+        ]
+    )
+    (question,) = assignments.questions(nb)
+    state = assignments.notebook_state(nb, question)
+    assert state["size"] == 12 and state["n"] == 3 and "unused" not in state

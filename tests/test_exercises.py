@@ -94,3 +94,58 @@ def test_module_doctest():
     """The example in the module docstring runs and prints what it claims."""
     result = doctest.testmod(exercises)
     assert result.attempted >= 1 and result.failed == 0
+
+
+# --- check_digest: the student edition's check, against stored digests only ---
+
+
+def _with_digests(monkeypatch, label, expected, rel_tol):
+    stored = {
+        label: (rel_tol, frozenset(exercises.answer_digests(label, expected, rel_tol)))
+    }
+    monkeypatch.setattr(exercises, "_stored_digests", lambda: stored)
+
+
+def test_digest_check_accepts_within_the_tolerance_and_rejects_beyond(monkeypatch):
+    """203.125 at 2 %: 199.1 (-1.98 %) and 207.1 (+1.96 %) are right; 195 (-4 %) and 215 (+5.8 %)
+    are not. The buckets are a quarter of the tolerance wide, so nothing beyond 2 % + 0.5 % passes."""
+    _with_digests(monkeypatch, "t-q", EXPECTED, 0.02)
+    for answer in (203.125, 203, 199.1, 207.1):
+        assert exercises.check_digest("t-q", answer).startswith("Right"), answer
+    for answer in (195, 215, -203.125, 0):
+        assert exercises.check_digest("t-q", answer).startswith("Not yet"), answer
+    assert not exercises.check_digest("t-q", EXPECTED * 1.026).startswith("Right")
+
+
+def test_digest_check_reports_unit_slips_and_blanks_and_never_the_value(monkeypatch):
+    """203,125 (a factor 10^3 off) is a unit slip; None is not checked; a wrong answer's message
+    holds neither the book's value nor a direction."""
+    _with_digests(monkeypatch, "t-q", EXPECTED, 0.02)
+    assert "10^3" in exercises.check_digest("t-q", EXPECTED * 1e3, unit="FLOP/byte")
+    assert "10^-3" in exercises.check_digest("t-q", EXPECTED / 1e3)
+    assert exercises.check_digest("t-q", None).startswith("Not checked")
+    wrong = exercises.check_digest("t-q", 150, hint="peak over bandwidth")
+    assert (
+        "203" not in wrong
+        and "too" not in wrong
+        and wrong.endswith("peak over bandwidth")
+    )
+
+
+def test_digests_are_salted_by_label_and_unknown_labels_raise(monkeypatch):
+    """The same answer under another label has other digests; an unknown label is a KeyError."""
+    assert set(exercises.answer_digests("a", 1.0, 0.02)).isdisjoint(
+        exercises.answer_digests("b", 1.0, 0.02)
+    )
+    with pytest.raises(KeyError, match="label"):
+        exercises.check_digest("no-such-exercise", 1.0)
+    with pytest.raises(ValueError, match="rel_tol"):
+        exercises.answer_digests("a", 1.0, 0.0)
+
+
+def test_stored_digests_accept_the_books_hand_arithmetic():
+    """The shipped digests accept spec.yml's worked answers (datasheet arithmetic, no helpers):
+    ch2-q1 = 65e12 / 320e9 = 203.125 FLOP/byte, ch3-q1 the same rows, ch1-q1 = 1/12."""
+    assert exercises.check_digest("ch2-q1", 65e12 / 320e9).startswith("Right")
+    assert exercises.check_digest("ch3-q1", 65e12 / 320e9 * 2 / 2).startswith("Right")
+    assert exercises.check_digest("ch1-q1", 1 / 12).startswith("Right")

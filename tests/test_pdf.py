@@ -128,9 +128,14 @@ def test_every_title_is_in_the_pdf(edition):
         p.stem for p in _toc_files() if _normalise(_title(p)).strip() not in text
     ]
     assert not missing, missing
-    # each lab's Colab badge is printed as its link text (_ext/print_edition.py)
+    # each lab's Colab badge is printed as its link text (_ext/print_edition.py); the student
+    # edition's would open the full notebook, and points to the edition's zip instead
+    # (_ext/student_pages.py)
     labs = [p for p in _toc_files() if p.parent.name == "labs"]
-    assert labs and text.count("Open In Colab") == len(labs)
+    student = latex == EDITIONS["student"]
+    assert labs and text.count("Open In Colab") == (0 if student else len(labs))
+    if student:
+        assert text.count("student edition's notebook zip") == len(labs)
 
 
 @needs_poppler
@@ -159,3 +164,45 @@ def test_student_edition_has_no_solutions():
         pytest.skip("PDFs not built (make pdf)")
     assert "Solution to" in full.read_text(encoding="utf-8")
     assert "Solution to" not in student.read_text(encoding="utf-8")
+
+
+@needs_poppler
+def test_print_edition_reads_like_a_book(edition):
+    """The title page carries the subtitle and no build date; no lab section is numbered twice
+    ("12.4 2b. Profile"); every calculator prints its one-line note (one per calculator output in
+    the notebooks); the API appendix points to the web edition for the docstrings."""
+    _, latex = edition
+
+    def pdf_text(*pages: str) -> str:
+        return subprocess.run(
+            ["pdftotext", *pages, str(latex / "book.pdf"), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    title_page = pdf_text("-f", "1", "-l", "1")
+    assert "batching and disaggregated memory" in title_page
+    assert not re.search(
+        r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d\d, \d{4}", title_page
+    )
+    text = pdf_text()
+    doubled = re.findall(r"(?m)^\d+\.\d+ \d+[a-z]?\. \S.*$", text)
+    assert not doubled, doubled[:3]
+    calculators = sum(
+        "Calculator controls (run the notebook live to use them)" in str(o)
+        for p in _toc_files()
+        if p.suffix == ".ipynb"
+        for c in nbformat.read(p, as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
+    assert (
+        calculators
+        and _normalise(text).count("Calculator: its default view, printed.")
+        == calculators
+    )
+    assert (
+        "their documentation (parameters, units, sources, examples) is in the web"
+        in _normalise(text)
+    )

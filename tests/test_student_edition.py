@@ -168,3 +168,106 @@ def test_student_search_finds_no_word_only_solutions_hold():
     assert not leaked, (
         f"the student edition's search finds solution-only words: {sorted(leaked)}"
     )
+
+
+def test_notebook_links_elsewhere_are_recognised():
+    """A Colab badge, a Binder launch and a GitHub notebook open a full notebook; the repository's
+    home, an issue and the edition's own zip do not."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from student_pages import opens_full_notebook
+
+    repo = "github.com/gpu-first-principles/gpu-book"
+    assert opens_full_notebook(
+        "https://colab.research.google.com/github/x/y/blob/main/labs/l.ipynb"
+    )
+    assert opens_full_notebook(
+        "https://mybinder.org/v2/gh/x/y/main?urlpath=lab/tree/chapters/c.ipynb"
+    )
+    assert opens_full_notebook(
+        f"https://{repo}/blob/main/chapters/01_two_ceilings.ipynb"
+    )
+    assert not opens_full_notebook(f"https://{repo}")
+    assert not opens_full_notebook(f"https://{repo}/issues/new?title=x")
+    assert not opens_full_notebook("../_downloads/notebooks-student.zip")
+
+
+_HREF = re.compile(r"""\b(?:href|src)=["']([^"'#]+)""")
+
+
+@pytest.mark.built
+@pytest.mark.skipif(
+    not STUDENT_HTML.exists(), reason="student edition not built (make student)"
+)
+def test_no_link_in_the_student_edition_leads_to_a_solution():
+    """Every link and source in every page of the student edition: none opens a notebook on
+    another site (Colab, Binder, GitHub: the full notebooks), and each local notebook or zip it
+    links to holds no solution. The labs' badges lead to the edition's zip, which exists."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from student_pages import STUDENT_ZIP, opens_full_notebook
+
+    pages = [
+        p
+        for p in STUDENT_HTML.rglob("*.html")
+        if p.relative_to(STUDENT_HTML).parts[0] not in {"lite", "_static"}
+    ]
+    leaks, local, zip_links = [], set(), 0
+    for page in pages:
+        for uri in _HREF.findall(page.read_text(encoding="utf-8")):
+            uri = uri.replace("&amp;", "&")
+            if opens_full_notebook(uri):
+                leaks.append(f"{page.relative_to(STUDENT_HTML)} -> {uri}")
+            elif "://" not in uri and uri.split("?")[0].endswith((".ipynb", ".zip")):
+                target = (page.parent / uri.split("?")[0]).resolve()
+                local.add(target)
+                zip_links += target.name == Path(STUDENT_ZIP).name
+    assert not leaks, f"links to full notebooks: {leaks[:5]}"
+    labs = [p for p in (ROOT / "labs").glob("*.ipynb")]
+    assert zip_links >= len(labs), "the labs' badges do not lead to the edition's zip"
+    for target in local:
+        assert target.is_file(), f"link to a missing file {target}"
+        if target.suffix == ".zip":
+            with zipfile.ZipFile(target) as zf:
+                bad = [n for n in zf.namelist() if b"{solution}" in zf.read(n)]
+            assert not bad, f"{target.name} holds solutions in {bad}"
+        else:
+            assert "{solution}" not in target.read_text(encoding="utf-8"), target
+
+
+@pytest.mark.built
+@pytest.mark.skipif(
+    not STUDENT_HTML.exists(), reason="student edition not built (make student)"
+)
+def test_student_check_cells_compare_digests_and_never_compute_the_answer():
+    """Each auto-checked exercise with a stored digest (every chapter's, and lab 6's) is checked
+    with ``exercises.check_digest`` in the edition's pages, downloadable notebooks and zip: no
+    cell there calls the helper expression the book's check cell computes the answer with."""
+    import html as html_lib
+
+    from tools.student_edition import check_rewrites
+
+    rewrites = check_rewrites()
+    assert len(rewrites) >= 10
+    labels = {
+        re.search(r'check_digest\("([^"]+)"', new).group(1) for new in rewrites.values()
+    }
+    archive = STUDENT_HTML / "_downloads" / "notebooks-student.zip"
+    with zipfile.ZipFile(archive) as zf:
+        cells = [
+            c.source
+            for name in zf.namelist()
+            for c in nbformat.reads(zf.read(name).decode(), as_version=4).cells
+            if c.cell_type == "code"
+        ]
+    assert not set(rewrites) & set(cells), "a book check cell left in the zip"
+    shown = {m for c in cells for m in re.findall(r'check_digest\("([^"]+)"', c)}
+    assert shown == labels
+    pages = ""
+    for page in (STUDENT_HTML / "chapters").glob("*.html"):
+        pages += html_lib.unescape(
+            re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
+        )
+    for old in rewrites:
+        assert old.strip() not in pages
+    assert {lab for lab in labels if lab.startswith("ch")} <= set(
+        re.findall(r'check_digest\("([^"]+)"', pages)
+    )

@@ -162,6 +162,66 @@ def _free_names(code: str) -> list[str]:
     return [name for name in loads if name not in bound]
 
 
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds (assignment targets, imports, defs)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    return {
+        node.id
+        for target in targets
+        for node in ast.walk(target)
+        if isinstance(node, ast.Name)
+    }
+
+
+def notebook_state(nb: nbformat.NotebookNode, question: Question) -> dict[str, object]:
+    """The notebook variables ``question``'s hidden test reads, as the notebook computes them.
+
+    The top-level statements of the code cells above the check that bind a name the test needs
+    are run in notebook order, with every statement they in turn need (a backward slice of the
+    notebook): the variables come from the book's own code, never from a copy of it. IPython
+    lines (``%pip``, ``!cmd``) are left out.
+    """
+    check = question.check
+    assert check is not None
+    code = "\n".join([*check.imports, *check.preamble, check.expected])
+    index = next(i for i, c in enumerate(nb.cells) if c.source == check.source)
+    statements: list[ast.stmt] = []
+    sources: list[str] = []
+    for cell in nb.cells[:index]:
+        if cell.cell_type != "code":
+            continue
+        text = "\n".join(
+            line[: len(line) - len(line.lstrip())] + "pass"
+            if line.lstrip().startswith(("%", "!"))
+            else line
+            for line in cell.source.splitlines()
+        )
+        for stmt in ast.parse(text).body:
+            statements.append(stmt)
+            sources.append(ast.get_source_segment(text, stmt) or "")
+    needed = set(_free_names(code))
+    chosen: list[int] = []
+    for k in range(len(statements) - 1, -1, -1):
+        bound = _bound_names(statements[k])
+        if bound & needed:
+            chosen.append(k)
+            needed -= bound
+            needed |= set(_free_names(sources[k])) - bound
+    scope: dict[str, object] = {}
+    exec("\n".join(sources[k] for k in sorted(chosen)), scope)
+    if missing := needed - set(scope) - set(dir(builtins)):
+        raise KeyError(f"{question.label}: the notebook never binds {sorted(missing)}")
+    return scope
+
+
 def test_source(question: Question, *, hidden: bool) -> str:
     """An otter exception-based test cell for an autograded question."""
     check = question.check
@@ -369,13 +429,15 @@ def _with_otter(cell: nbformat.NotebookNode, stem: str) -> list[nbformat.Noteboo
 def requirements(*, lab: bool) -> str:
     """The autograder's requirements: helpers from this repository and what notebooks import.
 
-    Versions are those of the book's ``requirements.txt``; labs also need torch.
+    Versions are those of the book's ``requirements-book.txt`` and ``requirements.txt``; labs
+    also need torch.
     """
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     pins = {
-        re.split(r"[=<>]", line)[0]: line
-        for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-        if line and not line.startswith("#")
+        re.split(r"[=<>;]", line)[0].strip(): line
+        for name in ("requirements-book.txt", "requirements.txt")
+        for line in (ROOT / name).read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith(("#", "-r"))
     }
     names = ["numpy", "matplotlib", "ipywidgets"] + (["torch"] if lab else [])
     lines = [f"gpu-book-helpers @ git+{config['repository']['url']}"]

@@ -12,15 +12,19 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 # What the student edition adds to the book's title (and so to every page's HTML).
 EDITION_NOTE = " (student edition)"
 # A MyST ```{solution} ...``` block (any fence length >= 3) or :::{solution} ... ::: block.
@@ -36,6 +40,14 @@ def student_config(out: Path) -> None:
     # Solutions are dropped as pages are written (_ext/student_pages.py), so the sources read
     # into the book's doctrees and this edition's build can reuse them.
     config.setdefault("sphinx", {}).setdefault("config", {})["student_edition"] = True
+    # No Colab or Binder button: they would open the full notebooks, solutions included, from the
+    # repository. The edition's own notebooks are its download button's and its zip's
+    # (_ext/student_pages.py points the labs' badges at the zip).
+    config["launch_buttons"] = {
+        k: v
+        for k, v in (config.get("launch_buttons") or {}).items()
+        if k not in {"colab_url", "binderhub_url", "jupyterhub_url", "thebe"}
+    }
     local = config["sphinx"].get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {
         name: str(ROOT / path) for name, path in local.items()
@@ -49,12 +61,46 @@ def strip_solutions(text: str) -> str:
     return _SOLUTION.sub("", text)
 
 
+def digest_check_source(label: str, check: Any) -> str:
+    """The student edition's check cell for exercise ``label``: the same answer placeholder, and
+    :func:`helpers.exercises.check_digest` on the exercise's stored digests instead of the helper
+    expression that computes the answer (``check`` is the book cell's ``assignments.Check``)."""
+    lines = [line for line in check.imports if "exercises" in line]
+    if lines:
+        lines.append("")
+    lines.append("answer = None" + (f"  # {check.comment}" if check.comment else ""))
+    keywords = "".join(
+        f", {k}={v}" for k, v in check.keywords.items() if k in {"unit", "hint"}
+    )
+    lines.append(f'print(exercises.check_digest("{label}", answer{keywords}))')
+    return "\n".join(lines)
+
+
+@functools.cache
+def check_rewrites() -> dict[str, str]:
+    """{a book check cell's source: the student edition's} for every exercise with stored digests."""
+    from helpers import exercises
+    from tools import assignments
+
+    stored = set(exercises._stored_digests())
+    rewrites = {}
+    for path in assignments.notebooks():
+        for q in assignments.questions(nbformat.read(path, as_version=4)):
+            if q.check is not None and q.label in stored:
+                rewrites[q.check.source] = digest_check_source(q.label, q.check)
+    return rewrites
+
+
 def strip_notebook(path: Path) -> nbformat.NotebookNode:
-    """Load a notebook and drop the solution blocks from its Markdown cells."""
+    """Load a notebook, drop the solution blocks from its Markdown cells and replace each check
+    cell that computes its answer by one that compares against the answer's digest."""
     nb = nbformat.read(path, as_version=4)
+    rewrites = check_rewrites()
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = strip_solutions(cell.source)
+        elif cell.source in rewrites:
+            cell.source = rewrites[cell.source]
     # a cell that held only a solution is now empty: drop it
     nb.cells = [c for c in nb.cells if c.cell_type != "markdown" or c.source.strip()]
     return nb

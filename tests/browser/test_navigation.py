@@ -1,0 +1,147 @@
+"""The book's navigation works at a phone's and a desktop's width (review R1, R13).
+
+A reader on a phone reaches the table of contents and the page outline only through the
+hamburger ("Toggle primary sidebar") and "Contents" buttons of the article header; on a desktop
+the hamburger collapses and restores the sidebar. Each test presses the button a reader sees
+(never the hidden copy the themes bind to) and checks what opens and closes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PAGE = "chapters/03_batching.html"
+
+# Whether an element is on screen: rendered, visible and inside the viewport horizontally.
+_ON_SCREEN = """(selector) => {
+    const e = document.querySelector(selector);
+    if (!e) return false;
+    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return s.visibility !== "hidden" && s.display !== "none" && parseFloat(s.opacity) > 0
+        && r.width > 0 && r.height > 0 && r.right > 0 && r.left < window.innerWidth;
+}"""
+# The first link of a table of contents the reader could tap: its text, or null if none is on screen.
+_VISIBLE_LINK = """(selector) => {
+    for (const a of document.querySelectorAll(selector + " a")) {
+        const r = a.getBoundingClientRect(), s = getComputedStyle(a);
+        if (r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= window.innerWidth
+            && s.visibility !== "hidden") return a.textContent.trim();
+    }
+    return null;
+}"""
+
+
+def _visible_toggle(page, kind: str):
+    """The ``kind`` toggle button a reader sees (exactly one)."""
+    shown = [b for b in page.query_selector_all(f"button.{kind}") if b.is_visible()]
+    assert len(shown) == 1, f"{len(shown)} visible .{kind} buttons"
+    return shown[0]
+
+
+@pytest.fixture
+def open_page(browser, site):
+    pages = []
+
+    def _open(width: int):
+        page = browser.new_page(viewport={"width": width, "height": 800})
+        pages.append(page)
+        page.goto(f"{site}/{PAGE}")
+        page.wait_for_load_state("load")
+        return page
+
+    yield _open
+    for page in pages:
+        page.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "dialog", "links"),
+    [
+        ("primary-toggle", "#pst-primary-sidebar-modal", "nav.bd-links"),
+        ("secondary-toggle", "#pst-secondary-sidebar-modal", "nav.page-toc"),
+    ],
+    ids=["contents", "outline"],
+)
+def test_phone_toggle_opens_and_closes(open_page, kind, dialog, links):
+    """At 390 px the sidebar (chapter list) and the page outline are hidden; each header button opens
+    its dialog with links a reader can tap, and Escape closes it again."""
+    page = open_page(390)
+    assert not page.evaluate(_ON_SCREEN, dialog)
+    _visible_toggle(page, kind).click()
+    page.wait_for_timeout(400)
+    assert page.evaluate(_ON_SCREEN, dialog), f"{kind} did not open {dialog}"
+    assert page.evaluate(_VISIBLE_LINK, dialog + " " + links), (
+        f"{dialog} opened without a visible link"
+    )
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(400)
+    assert not page.evaluate(_ON_SCREEN, dialog), f"{dialog} did not close"
+
+
+def test_desktop_hamburger_collapses_and_restores_the_sidebar(open_page):
+    """At 1280 px the chapter list and the page outline are on screen; the hamburger hides the
+    sidebar and a second press brings it back (the outline stays)."""
+    page = open_page(1280)
+    assert page.evaluate(_ON_SCREEN, "#pst-primary-sidebar")
+    assert page.evaluate(_VISIBLE_LINK, "#pst-primary-sidebar nav.bd-links")
+    assert page.evaluate(_VISIBLE_LINK, "#pst-secondary-sidebar nav.page-toc")
+    toggle = _visible_toggle(page, "primary-toggle")
+    toggle.click()
+    page.wait_for_timeout(600)  # the theme's transition is 0.25 s
+    assert not page.evaluate(_ON_SCREEN, "#pst-primary-sidebar"), (
+        "sidebar did not collapse"
+    )
+    assert page.evaluate(_ON_SCREEN, "#pst-secondary-sidebar")
+    toggle.click()
+    page.wait_for_timeout(600)
+    assert page.evaluate(_ON_SCREEN, "#pst-primary-sidebar"), (
+        "sidebar did not come back"
+    )
+
+
+def test_desktop_outline_button_opens_the_outline_where_it_is_hidden(open_page):
+    """Between 992 and 1200 px the outline is folded away; its "Contents" button opens it."""
+    page = open_page(1100)
+    dialog = "#pst-secondary-sidebar-modal"
+    _visible_toggle(page, "secondary-toggle").click()
+    page.wait_for_timeout(400)
+    assert page.evaluate(_VISIBLE_LINK, dialog + " nav.page-toc")
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(400)
+    assert not page.evaluate(_ON_SCREEN, dialog)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_no_empty_header_band(open_page, width):
+    """No site header above the article (it held only a second search box: R13), and the article
+    header is the first thing on the page."""
+    page = open_page(width)
+    height = page.evaluate(
+        "() => { const h = document.querySelector('.bd-header');"
+        " return h ? h.getBoundingClientRect().height : 0; }"
+    )
+    assert height == 0
+    top = page.evaluate(
+        "() => document.querySelector('.bd-header-article').getBoundingClientRect().top"
+    )
+    assert top < 5
+
+
+def test_wide_formula_on_a_phone_scrolls_with_a_cue(open_page):
+    """At 390 px a display formula wider than the column scrolls sideways inside its block, and
+    the block draws the edge shadows that say so (R27; tables get the same, R12)."""
+    page = open_page(390)
+    page.goto(page.url.replace("03_batching", "02_roofline"))
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1500)  # MathJax typesets
+    wide = page.evaluate(
+        """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).filter(
+            d => d.scrollWidth > d.clientWidth + 2).map(d => {
+                const s = getComputedStyle(d);
+                return {overflow: s.overflowX, background: s.backgroundImage};
+            })"""
+    )
+    assert wide, "no display formula wider than a phone's column to check"
+    for block in wide:
+        assert block["overflow"] in {"auto", "scroll"}
+        assert block["background"].count("gradient") == 4

@@ -1,0 +1,56 @@
+"""The book's search ranks prose above the API reference and shows no raw TeX (R23)."""
+
+from __future__ import annotations
+
+
+def _results(browser, site, query: str) -> list[dict]:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{site}/search.html?q={query.replace(' ', '+')}")
+        # results are listed one by one; Sphinx writes the summary once the last is in
+        page.wait_for_function(
+            "() => /found/i.test((document.querySelector('#search-results .search-summary')"
+            " || {}).textContent || '')",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(500)
+        return page.evaluate(
+            """() => Array.from(document.querySelectorAll("#search-results ul.search li")).map(li => ({
+                href: li.querySelector("a").getAttribute("href"),
+                snippet: (li.querySelector("p.context") || {}).textContent || "",
+            }))"""
+        )
+    finally:
+        page.close()
+
+
+def test_kv_cache_lists_prose_before_every_api_entry(browser, site):
+    """For "KV cache" the transformer-inference chapter is among the first three results, and
+    every API entry (``helpers.kvcache`` and the rest) comes after every page of prose."""
+    results = _results(browser, site, "KV cache")
+    hrefs = [r["href"] for r in results]
+    assert any(h.startswith("chapters/05_transformer_inference") for h in hrefs[:3]), (
+        hrefs[:5]
+    )
+    api = [i for i, h in enumerate(hrefs) if h.startswith("appendix/api")]
+    prose = [i for i, h in enumerate(hrefs) if not h.startswith("appendix/api")]
+    assert not api or min(api) > max(prose), hrefs[:10]
+
+
+def test_snippets_show_no_raw_tex(browser, site):
+    """The snippets of a query whose pages are full of formulas hold no TeX delimiters."""
+    results = _results(browser, site, "ridge point")
+    snippets = " ".join(r["snippet"] for r in results)
+    assert snippets.strip(), "no snippet to check"
+    for mark in ("\\(", "\\[", "\\frac", "\\mathsf"):
+        assert mark not in snippets, mark
+
+
+def test_roofline_lists_api_entries_after_the_chapters(browser, site):
+    """Searching "roofline" finds the ``helpers.roofline`` module and its functions: they come after
+    every page of prose."""
+    hrefs = [r["href"] for r in _results(browser, site, "roofline")]
+    api = [i for i, h in enumerate(hrefs) if h.startswith("appendix/api")]
+    prose = [i for i, h in enumerate(hrefs) if not h.startswith("appendix/api")]
+    assert api, f"no API entry found for 'roofline': {hrefs[:10]}"
+    assert min(api) > max(prose), hrefs[:12]
