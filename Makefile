@@ -23,8 +23,10 @@ LITE_PINS := ipywidgets==8.1.9 comm==0.2.3 jupyterlab_widgets==3.0.17
 # Two environments in one .venv: the book's (`make book`, `make student`, `make pdf`:
 # requirements-book.txt, no torch, no test toolchain) and, on top of it, the tests' (`make test`
 # and every test target: requirements.txt). torch comes from PyTorch's CPU index: on Linux, PyPI's
-# torch==2.13.0 is the CUDA build with several GB of nvidia-* wheels. A machine whose pip cannot
-# reach that index (a local wheel folder) still finds its own copy through pip's configuration.
+# torch==2.13.0 is the CUDA build with several GB of nvidia-* wheels. Only torch itself comes from
+# there (--no-deps: its few pure-Python dependencies come from PyPI with requirements.txt). A
+# machine that cannot reach that index (an offline mirror, a local wheel folder) is not made to
+# retry it: the index is asked first, and without it pip finds torch through its own configuration.
 TORCH_VERSION := 2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 BOOK_STAMP := $(VENV)/.book-stamp
@@ -42,7 +44,9 @@ book-setup: $(BOOK_STAMP)
 
 $(STAMP): $(BOOK_STAMP) requirements.txt
 	@echo "installing CPU torch $(TORCH_VERSION) and the test toolchain (requirements.txt, about 1.2 GB more on disk)..."
-	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
+	if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=10)" 2>/dev/null; \
+	then $(BIN)/python -m pip install -q --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX); \
+	else echo "($(TORCH_INDEX) unreachable: torch from pip's own configuration)"; fi
 	$(BIN)/python -m pip install -q -r requirements.txt
 	touch $(STAMP)
 
