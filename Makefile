@@ -63,7 +63,7 @@ $(LITE_PINS_STAMP): | $(BOOK_STAMP)
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: -d $(LITE_WHEELS) $(LITE_PINS)
 	touch $@
 
-$(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/data/*) pyproject.toml | $(BOOK_STAMP)
+$(LITE_HELPERS_STAMP): $(wildcard helpers/*.py helpers/*/*.py helpers/data/*) pyproject.toml | $(BOOK_STAMP)
 	rm -rf $(LITE_WHEELS)/gpu_book_helpers-*.whl build  # setuptools' build/ would keep deleted modules
 	mkdir -p $(LITE_WHEELS)
 	$(BIN)/python -m pip wheel -q --no-deps -w $(LITE_WHEELS) .

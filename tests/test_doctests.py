@@ -3,8 +3,9 @@
 The API reference (appendix/api.md) renders the docstrings, so a ``>>>``
 example is a claim to the reader; this runs each one with :mod:`doctest`.
 Covered: the package docstring and every module of ``helpers.MODULES``, with
-the private ones, except the modules that measure this machine
-(``MODULES["measure"]``: their examples would time the host and need torch).
+the private ones and those inside its packages (``helpers.validation._kinds``),
+except the modules that measure this machine (``MODULES["measure"]``: their
+examples would time the host and need torch).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import helpers
 
 MEASURING = set(helpers.MODULES["measure"])
 MODULES = ["helpers"] + [
-    f"helpers.{m.name}"
-    for m in pkgutil.iter_modules(helpers.__path__)
-    if m.name not in MEASURING
+    m.name
+    for m in pkgutil.walk_packages(helpers.__path__, "helpers.")
+    if m.name.split(".")[1] not in MEASURING
 ]
 WITH_EXAMPLES = {
     "helpers.exercises",
@@ -31,6 +32,8 @@ WITH_EXAMPLES = {
     "helpers.ops",
     "helpers.roofline",
     "helpers._search",
+    "helpers.validation._kinds",
+    "helpers.validation._workloads",
 }
 """Modules whose docstrings show examples today (so the finder cannot silently find none)."""
 
