@@ -183,7 +183,7 @@ def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
 
 
 def _us(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.2f} us"
+    return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.2f} µs"
 
 
 @dataclass(frozen=True)
