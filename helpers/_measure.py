@@ -5,8 +5,10 @@ time things the same way: they summarize repeated samples by their median
 and interquartile range (:func:`summarize_samples`), find a free TCP port
 for a rendezvous (:func:`free_port`) and run their workers as spawned child
 processes that report one message each to a queue, killed on an error or a
-timeout (:func:`run_children`). This module holds those pieces once, so no
-module imports another's private names. No torch is imported here.
+timeout (:func:`run_children`); :mod:`helpers.kvtransfer` and
+:mod:`helpers.kvpool` report one timed transfer as a :class:`TransferResult`
+(re-exported by :mod:`helpers.kvtransfer`). This module holds those pieces
+once, so no module imports another's private names. No torch is imported here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import socket
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -134,3 +137,46 @@ def run_children(
                 child.kill()
             child.join(5)
         results.close()
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """One timed transfer of a set of messages from one process to another.
+
+    Attributes
+    ----------
+    path : str
+        ``"gloo"``, ``"nccl"``, ``"socket"`` or ``"shared_memory"``.
+    nbytes : int
+        Bytes moved per transfer (all messages).
+    messages : int
+        Messages per transfer (``2 * n_layers`` for a KV cache: keys and values of each layer).
+    seconds : float
+        Median seconds per transfer, timed by the receiver.
+    spread : float
+        Interquartile range of the repeats in seconds (0 with fewer than 4 repeats).
+    repeats : int
+        Timed transfers.
+    device : str
+        Where the bytes lived (``"CPU: ..."`` or the GPU names).
+    verified : bool
+        Whether the receiver checked the bytes it got (the KV cache against its own prefill,
+        or the raw bytes against the sender's pattern).
+    tokens : int
+        Prompt tokens whose KV cache was moved (0 for raw bytes).
+    """
+
+    path: str
+    nbytes: int
+    messages: int
+    seconds: float
+    spread: float
+    repeats: int
+    device: str
+    verified: bool
+    tokens: int = 0
+
+    @property
+    def bandwidth(self) -> float:
+        """Achieved bandwidth in bytes/s: ``nbytes / seconds``."""
+        return self.nbytes / self.seconds

@@ -33,15 +33,12 @@ Zhong et al. 2024 (DistServe); Patel et al. 2024 (Splitwise); Qin et al. 2025 (M
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import socket
 import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
@@ -49,59 +46,34 @@ import numpy as np
 from . import _validate
 from ._measure import (
     LOOPBACK,
-    byte_pattern,
-    cpu_label,
+    TransferResult,
     free_port,
     run_children,
     summarize_samples,
 )
-from .hardware import Link, dtype_bytes
+from ._reference_transfers import shared_memory_transfer, socket_transfer
+from ._transfer_analysis import fit_link, measured_breakeven
+from .hardware import dtype_bytes
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
 _HOST = LOOPBACK
 
-
-@dataclass(frozen=True)
-class TransferResult:
-    """One timed transfer of a set of messages from one process to another.
-
-    Attributes
-    ----------
-    path : str
-        ``"gloo"``, ``"nccl"``, ``"socket"`` or ``"shared_memory"``.
-    nbytes : int
-        Bytes moved per transfer (all messages).
-    messages : int
-        Messages per transfer (``2 * n_layers`` for a KV cache: keys and values of each layer).
-    seconds : float
-        Median seconds per transfer, timed by the receiver.
-    spread : float
-        Interquartile range of the repeats in seconds (0 with fewer than 4 repeats).
-    repeats : int
-        Timed transfers.
-    device : str
-        Where the bytes lived (``"CPU: ..."`` or the GPU names).
-    verified : bool
-        Whether the receiver checked the bytes it got (the KV cache against its own prefill,
-        or the raw bytes against the sender's pattern).
-    tokens : int
-        Prompt tokens whose KV cache was moved (0 for raw bytes).
-    """
-
-    path: str
-    nbytes: int
-    messages: int
-    seconds: float
-    spread: float
-    repeats: int
-    device: str
-    verified: bool
-    tokens: int = 0
-
-    @property
-    def bandwidth(self) -> float:
-        """Achieved bandwidth in bytes/s: ``nbytes / seconds``."""
-        return self.nbytes / self.seconds
+# The public names, the re-exported ones among them, in the order the API reference shows them.
+__all__ = [
+    "TransferResult",
+    "kv_message_bytes",
+    "Rendezvous",
+    "rendezvous_from_env",
+    "host_staging_buffers",
+    "send_cache",
+    "receive_cache",
+    "default_backend",
+    "distributed_kv_transfer",
+    "socket_transfer",
+    "shared_memory_transfer",
+    "fit_link",
+    "measured_breakeven",
+]
 
 
 def kv_message_bytes(
@@ -585,262 +557,3 @@ def _cache_device(device: str | None, backend: str) -> str:
     if backend == "nccl" and key != "cuda":
         raise ValueError("device must be 'cuda' with backend='nccl'")
     return key
-
-
-# --- reference paths: a plain socket, shared memory --------------------------
-
-
-def _socket_sender(
-    port: int, sizes: tuple[int, ...], rounds: int, seed: int, results: Any
-) -> None:
-    try:
-        payload = byte_pattern(sum(sizes), seed)
-        views, offset = [], 0
-        for size in sizes:
-            views.append(payload.data[offset : offset + size])
-            offset += size
-        with socket.create_connection((_HOST, port)) as sock:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            for _ in range(rounds):
-                if sock.recv(1) != b"g":
-                    raise RuntimeError("receiver closed the connection")
-                for view in views:
-                    sock.sendall(view)
-        results.put((0, True, None))
-    except BaseException:
-        results.put((0, False, traceback.format_exc()))
-
-
-def _recv_exactly(sock: socket.socket, buffer: memoryview) -> None:
-    got = 0
-    while got < len(buffer):
-        n = sock.recv_into(buffer[got:])
-        if n == 0:
-            raise RuntimeError("sender closed the connection early")
-        got += n
-
-
-def socket_transfer(
-    message_bytes: Sequence[int],
-    *,
-    repeats: int = 5,
-    warmup: int = 1,
-    timeout: float = 60.0,
-    seed: int = 0,
-) -> TransferResult:
-    """Send ``message_bytes`` (one ``sendall`` each) from a child process over TCP on 127.0.0.1; time it.
-
-    This process receives into a preallocated buffer and times each round from its
-    one-byte "go" to the last byte (so one small round trip is included), then checks
-    the bytes against the sender's pattern.
-    """
-    sizes = tuple(_validate.positive_int("message_bytes", s) for s in message_bytes)
-    if not sizes:
-        raise ValueError("message_bytes must list at least one message")
-    repeats = _validate.positive_int("repeats", repeats)
-    warmup = _validate.non_negative_int("warmup", warmup)
-    timeout = _validate.positive("timeout", timeout)
-    total = sum(sizes)
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind((_HOST, 0))
-    server.listen(1)
-    port = int(server.getsockname()[1])
-
-    def receive(deadline: float) -> tuple[list[float], bool]:
-        server.settimeout(max(0.1, deadline - time.monotonic()))
-        conn, _ = server.accept()
-        with conn:
-            conn.settimeout(max(0.1, deadline - time.monotonic()))
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            buffer = np.empty(total, dtype=np.uint8)
-            view = buffer.data
-            samples = []
-            for i in range(warmup + repeats):
-                start = time.perf_counter()
-                conn.sendall(b"g")
-                _recv_exactly(conn, view)
-                if i >= warmup:
-                    samples.append(time.perf_counter() - start)
-            return samples, bool(np.array_equal(buffer, byte_pattern(total, seed)))
-
-    try:
-        _, (samples, verified) = run_children(
-            [(_socket_sender, (port, sizes, warmup + repeats, seed))],
-            timeout,
-            on_parent=receive,
-        )
-    finally:
-        server.close()
-    median, spread = summarize_samples(samples)
-    return TransferResult(
-        "socket", total, len(sizes), median, spread, repeats, cpu_label(), verified
-    )
-
-
-def _shm_writer(
-    name: str, sizes: tuple[int, ...], conn: Any, seed: int, results: Any
-) -> None:
-    try:
-        block = shared_memory.SharedMemory(name=name)
-        try:
-            source = byte_pattern(sum(sizes), seed)
-            target = np.ndarray(source.shape, dtype=np.uint8, buffer=block.buf)
-            while conn.recv() == "go":
-                offset = 0
-                for size in sizes:
-                    np.copyto(
-                        target[offset : offset + size], source[offset : offset + size]
-                    )
-                    offset += size
-                conn.send("done")
-            del target
-        finally:
-            block.close()
-        results.put((0, True, None))
-    except BaseException:
-        results.put((0, False, traceback.format_exc()))
-
-
-def shared_memory_transfer(
-    message_bytes: Sequence[int],
-    *,
-    repeats: int = 5,
-    warmup: int = 1,
-    timeout: float = 60.0,
-    seed: int = 0,
-) -> TransferResult:
-    """Move ``message_bytes`` from a child process to this one through ``multiprocessing.shared_memory``.
-
-    Each round: this process says "go" over a pipe, the child copies every message into
-    the shared block and answers "done", this process copies the block out. Two memory
-    copies and two pipe messages: the floor for moving bytes between processes on one host.
-    """
-    sizes = tuple(_validate.positive_int("message_bytes", s) for s in message_bytes)
-    if not sizes:
-        raise ValueError("message_bytes must list at least one message")
-    repeats = _validate.positive_int("repeats", repeats)
-    warmup = _validate.non_negative_int("warmup", warmup)
-    timeout = _validate.positive("timeout", timeout)
-    total = sum(sizes)
-    block = shared_memory.SharedMemory(create=True, size=total)
-    ctx = mp.get_context("spawn")
-    mine, theirs = ctx.Pipe()
-
-    def read(deadline: float) -> tuple[list[float], bool]:
-        shared = np.ndarray((total,), dtype=np.uint8, buffer=block.buf)
-        out = np.empty(total, dtype=np.uint8)
-        samples = []
-        try:
-            for i in range(warmup + repeats):
-                start = time.perf_counter()
-                mine.send("go")
-                if not mine.poll(max(0.1, deadline - time.monotonic())):
-                    raise TimeoutError(
-                        f"shared-memory writer did not answer within timeout={timeout} s"
-                    )
-                mine.recv()
-                np.copyto(out, shared)
-                if i >= warmup:
-                    samples.append(time.perf_counter() - start)
-            mine.send("stop")
-            return samples, bool(np.array_equal(out, byte_pattern(total, seed)))
-        finally:
-            del shared
-
-    try:
-        _, (samples, verified) = run_children(
-            [(_shm_writer, (block.name, sizes, theirs, seed))],
-            timeout,
-            on_parent=read,
-        )
-    finally:
-        mine.close()
-        theirs.close()
-        block.close()
-        block.unlink()
-    median, spread = summarize_samples(samples)
-    return TransferResult(
-        "shared_memory",
-        total,
-        len(sizes),
-        median,
-        spread,
-        repeats,
-        cpu_label(),
-        verified,
-    )
-
-
-def fit_link(
-    name: str,
-    nbytes: Sequence[float],
-    seconds: Sequence[float],
-    *,
-    source: str = "measured",
-) -> Link:
-    """A :class:`~helpers.hardware.Link` through the smallest and the largest of paired measurements.
-
-    ``seconds[i]`` is the measured time to move ``nbytes[i]`` bytes. The
-    bandwidth is the slope between the smallest and the largest transfer,
-    ``(b1 - b0) / (t1 - t0)``, and the latency what is left of the smallest
-    one, ``max(t0 - b0 / bandwidth, 0)``; if the largest was not the slower
-    (no slope to read), the bandwidth is ``b1 / t1`` and the latency 0. The
-    link then predicts ``latency + bytes / bandwidth`` for every other size
-    (:func:`helpers.kvcache.transfer_time`), which is how a lab checks the
-    points in between.
-    """
-    b = np.asarray(nbytes, dtype=float)
-    t = np.asarray(seconds, dtype=float)
-    if b.ndim != 1 or b.shape != t.shape or b.size == 0:
-        raise ValueError(
-            f"nbytes and seconds must be equally long, non-empty sequences, got {b.shape} and {t.shape}"
-        )
-    if (
-        np.any(~np.isfinite(b))
-        or np.any(b <= 0)
-        or np.any(~np.isfinite(t))
-        or np.any(t <= 0)
-    ):
-        raise ValueError("nbytes and seconds must be finite and > 0")
-    lo, hi = int(np.argmin(b)), int(np.argmax(b))
-    (b0, t0), (b1, t1) = (b[lo], t[lo]), (b[hi], t[hi])
-    if b1 > b0 and t1 > t0:
-        bandwidth = (b1 - b0) / (t1 - t0)
-        latency = max(t0 - b0 / bandwidth, 0.0)
-    else:
-        bandwidth, latency = b1 / t1, 0.0
-    return Link(name, float(bandwidth), float(latency), source)
-
-
-def measured_breakeven(
-    lengths: Sequence[int], transfer_s: Sequence[float], recompute_s: Sequence[float]
-) -> int | None:
-    """Shortest measured prompt length from which moving a KV cache beat recomputing it at every longer length.
-
-    ``lengths`` in increasing order, with the measured seconds to move the
-    cache (``transfer_s``) and to recompute it (``recompute_s``) at each.
-    Returns ``lengths[i]`` for the smallest ``i`` such that transfer was
-    faster at ``i`` and every later length, or ``None`` if it was not faster
-    at the longest length.
-    """
-    n = np.asarray(lengths)
-    moved, recomputed = (
-        np.asarray(transfer_s, dtype=float),
-        np.asarray(recompute_s, dtype=float),
-    )
-    if (
-        n.ndim != 1
-        or n.size == 0
-        or moved.shape != n.shape
-        or recomputed.shape != n.shape
-    ):
-        raise ValueError(
-            "lengths, transfer_s and recompute_s must be equally long, non-empty sequences"
-        )
-    if np.any(np.diff(n) <= 0):
-        raise ValueError("lengths must be strictly increasing")
-    wins = moved < recomputed
-    for i in range(len(n)):
-        if wins[i:].all():
-            return int(n[i])
-    return None
