@@ -135,7 +135,9 @@ def test_student_search_finds_no_word_only_solutions_hold():
     in_solutions: set[str] = set()
     elsewhere: set[str] = set()
     sources = [
-        p for folder in ("chapters", "labs") for p in (ROOT / folder).glob("*.ipynb")
+        p
+        for folder in ("chapters", "labs", "appendix")
+        for p in (ROOT / folder).glob("*.ipynb")
     ]
     sources += list((ROOT / "appendix").glob("*.md")) + [ROOT / "intro.md"]
     for path in sources:
