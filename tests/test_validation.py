@@ -64,8 +64,8 @@ def _constant(kind: str, gpu: str) -> float:
         for c in validation.with_role(validation.compare(kind), "calibration")
         if c.point.gpu == gpu
     ]
-    value, unit = re.search(r"([\d.]+) (us|ms)", cal.reason).groups()
-    return float(value) * (1e-6 if unit == "us" else 1e-3)
+    value, unit = re.search(r"([\d.]+) (µs|ms)", cal.reason).groups()
+    return float(value) * (1e-6 if unit == "µs" else 1e-3)
 
 
 def test_one_gemm_prediction_by_hand() -> None:
