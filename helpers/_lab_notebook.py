@@ -46,8 +46,8 @@ def provenance_note(
 
     >>> provenance_note("Tesla T4")
     'The outputs on this page come from a run on **Tesla T4**.'
-    >>> provenance_note("CPU: AMD EPYC (1 threads)", cores=2, gpu_sizes=False)
-    'The outputs on this page come from a run on **CPU: AMD EPYC (1 threads)**, 2 CPU cores.'
+    >>> provenance_note("CPU: AMD EPYC (1 thread)", cores=2, gpu_sizes=False)
+    'The outputs on this page come from a run on **CPU: AMD EPYC (1 thread)**, 2 CPU cores.'
     """
     import os
 

@@ -59,7 +59,8 @@ def device_name(dev: Any = None) -> str:
     dev = device() if dev is None else torch.device(dev)
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
-    return f"CPU: {cpu_name()} ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU: {cpu_name()} ({threads} thread{'' if threads == 1 else 's'})"
 
 
 def describe_device(dev: Any = None) -> str:

@@ -299,7 +299,7 @@ def test_rate_bounds():
     )
     assert labtools.rate_bounds("NVIDIA RTX A6000", "fp16") == (1e16, 2e13)
     cpu1, cpu4 = (
-        labtools.rate_bounds("CPU: x (1 threads)", "fp32"),
+        labtools.rate_bounds("CPU: x (1 thread)", "fp32"),
         labtools.rate_bounds("CPU: x (4 threads)", "fp32", threads=4),
     )
     assert cpu4[0] == pytest.approx(4 * cpu1[0]) and cpu1[1] == 2e12
@@ -373,7 +373,7 @@ def test_provenance_note_names_the_device_of_the_run():
     assert labtools.provenance_note("NVIDIA H200") == (
         "The outputs on this page come from a run on **NVIDIA H200**."
     )
-    cpu = labtools.provenance_note("CPU: AMD EPYC 7B13 (1 threads)", cores=2)
+    cpu = labtools.provenance_note("CPU: AMD EPYC 7B13 (1 thread)", cores=2)
     assert "2 CPU cores; on a GPU the lab uses the larger sizes" in cpu
     with pytest.raises(ValueError, match="cores"):
         labtools.provenance_note("CPU: x", cores=0)
