@@ -34,6 +34,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   sets its models beside, cited
 * :mod:`helpers.llm` -- what a transformer costs: configs, parameters, KV
   cache, prefill and decode FLOP and bytes
+* :mod:`helpers.kv_formats` -- how a KV cache stores each element: fp8, int8,
+  NVFP4, KIVI-style int4/int2, with their scale overhead
 * :mod:`helpers.inference` -- serving: prefill and decode step times, the
   largest batch that fits, batches under a latency target
 * :mod:`helpers.parallel` -- collectives across GPUs: ring and tree
@@ -98,6 +100,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "reports",
         "papers",
         "llm",
+        "kv_formats",
         "inference",
         "serving",
         "parallel",

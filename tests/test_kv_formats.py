@@ -1,4 +1,4 @@
-"""Tests of the KV-cache storage formats in :mod:`helpers.llm` (quantized KV caches, transfer compression).
+"""Tests of the KV-cache storage formats of :mod:`helpers.kv_formats` and the KV-size functions of :mod:`helpers.llm` that take them.
 
 Every expected value is derived by hand in the test's docstring from the
 model's shapes (Llama-3-70B: 80 layers, 8 KV heads of 128, so 2 * 80 * 8 * 128 =
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from numpy.testing import assert_allclose
 
-from helpers import kvcache, llm
+from helpers import kv_formats, kvcache, llm
 
 L3 = "llama-3-70b"
 ELEMENTS = 2 * 80 * 8 * 128  # KV elements per token of Llama-3-70B
@@ -33,7 +33,9 @@ def test_bytes_per_element_with_scales():
         "int4": 0.625,
         "int2": 0.375,
     }
-    assert {k: f.bytes_per_element for k, f in llm.KV_FORMATS.items()} == expected
+    assert {
+        k: f.bytes_per_element for k, f in kv_formats.KV_FORMATS.items()
+    } == expected
 
 
 def test_kv_bytes_per_token_by_format():
@@ -68,11 +70,11 @@ def test_capacity_in_tokens_moves_along_the_hit_rate_curve():
 
 def test_size_ratio():
     """bf16 -> fp8 2x; -> int4 2 / 0.625 = 3.2x; -> fp4 2 / 0.5625 = 3.556x; -> int2 5.333x; fp8 -> int4 1.6x."""
-    assert llm.kv_size_ratio("fp8") == 2.0
-    assert llm.kv_size_ratio("int4") == 3.2
-    assert_allclose(llm.kv_size_ratio("fp4"), 32 / 9, rtol=1e-12)
-    assert_allclose(llm.kv_size_ratio("int2"), 16 / 3, rtol=1e-12)
-    assert llm.kv_size_ratio("int4", baseline="fp8") == 1.6
+    assert kv_formats.kv_size_ratio("fp8") == 2.0
+    assert kv_formats.kv_size_ratio("int4") == 3.2
+    assert_allclose(kv_formats.kv_size_ratio("fp4"), 32 / 9, rtol=1e-12)
+    assert_allclose(kv_formats.kv_size_ratio("int2"), 16 / 3, rtol=1e-12)
+    assert kv_formats.kv_size_ratio("int4", baseline="fp8") == 1.6
 
 
 def test_recompute_flops_per_kv_byte_is_c_times_d():
@@ -107,27 +109,27 @@ def test_bad_kv_dtype_is_named():
     with pytest.raises(KeyError, match="kv_dtype.*int3.*choose one of"):
         llm.kv_cache_bytes_per_token(L3, kv_dtype="int3")
     with pytest.raises(KeyError, match="kv_dtype"):
-        llm.kv_size_ratio("nf4")
+        kv_formats.kv_size_ratio("nf4")
     with pytest.raises(TypeError, match="kv_dtype"):
-        llm.kv_format(4)  # type: ignore[arg-type]
+        kv_formats.kv_format(4)  # type: ignore[arg-type]
 
 
 def test_kv_format_validates_its_fields():
     """A custom format is checked: positive bits and group size, no scale bits without groups."""
-    custom = llm.KVFormat("int3", 3, 64, 32, "https://example.org")
+    custom = kv_formats.KVFormat("int3", 3, 64, 32, "https://example.org")
     assert custom.bytes_per_element == (3 + 0.5) / 8
-    assert llm.kv_format(custom) is custom
+    assert kv_formats.kv_format(custom) is custom
     assert llm.kv_cache_bytes_per_token(L3, kv_dtype=custom) == ELEMENTS * 3.5 / 8
     with pytest.raises(ValueError, match="bits"):
-        llm.KVFormat("x", 0, 32, 32, "https://example.org")
+        kv_formats.KVFormat("x", 0, 32, 32, "https://example.org")
     with pytest.raises(ValueError, match="group_size"):
-        llm.KVFormat("x", 4, 0, 32, "https://example.org")
+        kv_formats.KVFormat("x", 4, 0, 32, "https://example.org")
     with pytest.raises(ValueError, match="scale_bits"):
-        llm.KVFormat("x", 4, None, 16, "https://example.org")
+        kv_formats.KVFormat("x", 4, None, 16, "https://example.org")
 
 
 def test_every_format_cites_a_source():
     """Each format names an https source and explains its layout."""
-    for fmt in llm.KV_FORMATS.values():
+    for fmt in kv_formats.KV_FORMATS.values():
         assert fmt.source.startswith("https://"), fmt.name
         assert len(fmt.notes) > 10, fmt.name
