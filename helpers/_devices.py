@@ -23,7 +23,7 @@ GIB = 2**30
 
 
 def dtype_bytes(dtype: str) -> int:
-    """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`)."""
+    """Bytes per element of ``dtype`` (one of ``helpers.hardware.DTYPE_BYTES``)."""
     key = _validate.name("dtype", dtype)
     if key not in DTYPE_BYTES:
         raise KeyError(

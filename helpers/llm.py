@@ -547,7 +547,7 @@ def kv_cache_bytes_per_token(
     DeepSeek-V3 in bf16, ``61 * 576 * 2 = 70,272`` bytes.
 
     ``bytes`` is ``dtype``'s width, or, with ``kv_dtype`` (a quantized cache,
-    :data:`KV_FORMATS`), that format's :attr:`KVFormat.bytes_per_element`,
+    :data:`~helpers.kv_formats.KV_FORMATS`), that format's :attr:`~helpers.kv_formats.KVFormat.bytes_per_element`,
     scales included: Llama-3-70B in ``"int4"`` is ``163,840 * 5 / 8 = 102,400``.
     """
     m = get_model(model)
@@ -607,7 +607,7 @@ def recompute_flops_per_kv_byte(
     Chapter 6's rule compares with a link's FLOP/s per byte/s (fetch when
     ``peak FLOP/s / bandwidth < c * d``), the same quantity as
     :func:`helpers.kvcache.hidden_size_constant` times ``d_model`` for 16-bit
-    caches. A smaller KV format raises it by :func:`kv_size_ratio`: every byte
+    caches. A smaller KV format raises it by :func:`~helpers.kv_formats.kv_size_ratio`: every byte
     fetched stands for more recomputation, so fetching wins on slower links.
     Llama-3-70B: ``136,902,082,560 / 327,680 = 417,792`` FLOP/byte in bf16, 3.2x that
     in ``"int4"``. (Dequantizing costs a few FLOP per element, left out.)
