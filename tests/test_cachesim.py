@@ -10,45 +10,23 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
-from toy_traces import HAVE_REAL, REAL, make_trace, write_trace
+from toy_traces import HAVE_REAL, REAL, abc_trace_file, make_trace, write_trace
 
 from helpers import cachesim, papers, traces
 from helpers import cachesim as cs
 from helpers import traces as tr
 
 
-def _write(path: Path, requests: list[tuple[int, list[int]]]) -> Path:
-    with open(path, "w") as fh:
-        for i, (length, ids) in enumerate(requests):
-            fh.write(
-                json.dumps(
-                    {
-                        "timestamp": i,
-                        "input_length": length,
-                        "output_length": 1,
-                        "hash_ids": ids,
-                    }
-                )
-                + "\n"
-            )
-    return path
-
-
 @pytest.fixture
 def abc_trace(tmp_path):
-    """Chapter 7's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks."""
-    path = _write(
-        tmp_path / "abc_trace.jsonl",
-        [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
-    )
-    return traces.load_trace(path)
+    """Chapter 7's Question 3 (toy_traces.abc_trace_file), loaded."""
+    return traces.load_trace(abc_trace_file(tmp_path / "abc_trace.jsonl"))
 
 
 def test_capacity_for_fraction_by_hand(abc_trace):
@@ -77,7 +55,12 @@ def test_capacity_for_fraction_is_the_smallest_that_reaches_it(fraction):
 def test_capacity_for_fraction_edge_cases(tmp_path):
     """A trace without repeats needs no cache (0); the fraction must lie in (0, 1]."""
     fresh = traces.load_trace(
-        _write(tmp_path / "fresh_trace.jsonl", [(512, [0]), (512, [1])])
+        write_trace(
+            tmp_path / "fresh_trace.jsonl",
+            [(512, [0]), (512, [1])],
+            spacing_ms=1,
+            output_length=1,
+        )
     )
     assert cachesim.capacity_for_fraction(fresh, 1.0) == 0.0
     for bad in (0.0, 1.5, -0.1):

@@ -16,38 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from toy_traces import make_trace, write_trace
+from toy_traces import abc_trace_file, make_trace, write_trace
 
 from helpers import cachesim as cs
 from helpers import llm, papers, routing, traces
 from helpers import traces as tr
 
 
-def _write(path: Path, requests: list[tuple[int, list[int]]]) -> Path:
-    with open(path, "w") as fh:
-        for i, (length, ids) in enumerate(requests):
-            fh.write(
-                json.dumps(
-                    {
-                        "timestamp": i,
-                        "input_length": length,
-                        "output_length": 1,
-                        "hash_ids": ids,
-                    }
-                )
-                + "\n"
-            )
-    return path
-
-
 @pytest.fixture
 def abc_trace(tmp_path):
-    """Chapter 7's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks."""
-    path = _write(
-        tmp_path / "abc_trace.jsonl",
-        [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
-    )
-    return traces.load_trace(path)
+    """Chapter 7's Question 3 (toy_traces.abc_trace_file), loaded."""
+    return traces.load_trace(abc_trace_file(tmp_path / "abc_trace.jsonl"))
 
 
 def test_trace_prefill_flops_adds_every_prompt(abc_trace, tmp_path):
@@ -57,7 +36,12 @@ def test_trace_prefill_flops_adds_every_prompt(abc_trace, tmp_path):
         expected
     )
     twice = traces.load_trace(
-        _write(tmp_path / "twice_trace.jsonl", [(100, [0]), (100, [0])])
+        write_trace(
+            tmp_path / "twice_trace.jsonl",
+            [(100, [0]), (100, [0])],
+            spacing_ms=1,
+            output_length=1,
+        )
     )
     assert traces.trace_prefill_flops(twice, "llama-3-8b") == pytest.approx(
         2 * llm.prefill_cost("llama-3-8b", 100).flops

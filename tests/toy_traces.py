@@ -16,16 +16,22 @@ HAVE_REAL = all(
 )
 
 
-def write_trace(path: Path, requests: list[tuple[int, list[int]]]) -> Path:
-    """Write (input_length, hash_ids) requests as a Mooncake-format JSONL file."""
+def write_trace(
+    path: Path,
+    requests: list[tuple[int, list[int]]],
+    *,
+    spacing_ms: int = 10,
+    output_length: int = 5,
+) -> Path:
+    """Write (input_length, hash_ids) requests as a Mooncake-format JSONL file, ``spacing_ms`` apart."""
     with open(path, "w") as fh:
         for i, (length, ids) in enumerate(requests):
             fh.write(
                 json.dumps(
                     {
-                        "timestamp": 10 * i,
+                        "timestamp": spacing_ms * i,
                         "input_length": length,
-                        "output_length": 5,
+                        "output_length": output_length,
                         "hash_ids": ids,
                     }
                 )
@@ -50,4 +56,14 @@ def make_trace(
         output_lengths=np.ones(n, dtype=np.int64),
         block_ids=np.asarray([b for ids in requests for b in ids], dtype=np.int64),
         offsets=offsets,
+    )
+
+
+def abc_trace_file(path: Path) -> Path:
+    """Chapter 7's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks, 1 ms apart."""
+    return write_trace(
+        path,
+        [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],
+        spacing_ms=1,
+        output_length=1,
     )
