@@ -133,6 +133,17 @@ def allreduce_time(
     return steps * alpha + 2 * (n - 1) / n * s / bw
 
 
+def _one_pass(
+    nbytes: float, n: int, link: str | Link, algorithm: str, latency: float | None
+) -> float:
+    """All-gather's and reduce-scatter's common cost: each rank sends ``(n-1)/n`` of ``nbytes``."""
+    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
+    if n == 1:
+        return 0.0
+    steps = (n - 1) if algorithm == "ring" else _log2_steps(n)
+    return steps * alpha + (n - 1) / n * s / bw
+
+
 def allgather_time(
     nbytes: float,
     n: int,
@@ -148,11 +159,7 @@ def allgather_time(
     output, as nccl-tests counts it (``sendcount * n`` elements). Sources as
     :func:`allreduce_time`.
     """
-    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
-    if n == 1:
-        return 0.0
-    steps = (n - 1) if algorithm == "ring" else _log2_steps(n)
-    return steps * alpha + (n - 1) / n * s / bw
+    return _one_pass(nbytes, n, link, algorithm, latency)
 
 
 def reducescatter_time(
@@ -171,11 +178,7 @@ def reducescatter_time(
     arithmetic is left out (it runs at memory bandwidth, far above ``B``).
     Sources as :func:`allreduce_time`.
     """
-    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
-    if n == 1:
-        return 0.0
-    steps = (n - 1) if algorithm == "ring" else _log2_steps(n)
-    return steps * alpha + (n - 1) / n * s / bw
+    return _one_pass(nbytes, n, link, algorithm, latency)
 
 
 def alltoall_time(
