@@ -217,7 +217,7 @@ pdf: book-setup $(XELATEX)
 	$(call SEED_DOCTREES,$(PDF_OUT)/_build,$(PDF_OUT)/student/_build)
 	$(BIN)/jupyter-book build . $(JB_FLAGS) --builder pdflatex --config $(PDF_OUT)/student/_config.yml --path-output $(PDF_OUT)/student
 
-# The PDF checks read what `make pdf` built. Grading runs otter on Chapter 3's solutions, its blank
+# The PDF checks read what `make pdf` built. Grading runs otter on Chapter 4's solutions, its blank
 # student notebook and a wrong answer.
 test-pdf: pdf
 	PDF_OUT=$(PDF_OUT) $(BIN)/python -m pytest tests/test_pdf.py -q -p no:cacheprovider

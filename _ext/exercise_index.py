@@ -1,6 +1,6 @@
 """Sphinx extension: ``{exercise-index}`` lists every exercise of the book, by page, with its label.
 
-Instructors use the list to assign work ("do ch3-q2 and lab2-q1"). It is built
+Instructors use the list to assign work ("do ch4-q2 and lab2-q1"). It is built
 from sphinx-exercise's registry at build time, so it never goes stale.
 """
 

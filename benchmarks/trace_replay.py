@@ -1,4 +1,4 @@
-"""Trace-replay benchmark: how long the Mooncake trace replays of Chapter 7, Chapter 9 and Lab 6 take here.
+"""Trace-replay benchmark: how long the Mooncake trace replays of Chapter 9, Chapter 11 and Lab 6 take here.
 
 ``python benchmarks/trace_replay.py`` prints the table; ``benchmarks/run.py`` can run it as a
 ``trace_replay`` section through :func:`run_section` (same return shape as ``benchmarks/kv_transfer.py``).

@@ -137,7 +137,7 @@ def example_hierarchy(
     The hierarchy is inclusive (each tier also holds what the faster ones
     hold, as :func:`trace_fractions` assumes), so each capacity is the tier's
     whole size and they must grow from tier to tier. A tier of 0 bytes is left
-    out. The defaults are Chapter 9's: the capacities are illustrative
+    out. The defaults are Chapter 11's: the capacities are illustrative
     assumptions, the bandwidths the catalog's.
 
     Raises

@@ -7,7 +7,7 @@ accepts the book's answer and rejects a unit slip, a bits-for-bytes slip and a b
 with the book's message. The hand arithmetic in spec.yml must pass those tests.
 
 The end-to-end check runs otter itself (``otter assign``, then ``otter run`` without
-Docker) on Chapter 3, the README's worked example: the solutions notebook gets full
+Docker) on Chapter 4, the README's worked example: the solutions notebook gets full
 marks, the untouched student notebook zero on every autograded question, and a unit
 slip zero with a message that names the units. It takes a few minutes, so it runs in
 ``make test-teaching`` (``TEST_TEACHING=1``), not in the unit-test stage.
@@ -102,7 +102,7 @@ def _hidden_tests():
 
 def _grading_env(names, question, nb) -> dict:
     """What the hidden test's parameters are bound to when otter runs it in the student's
-    notebook: a helpers module, or (ch1-q3, ch9-q1, lab6-q2) a variable of the notebook, as the
+    notebook: a helpers module, or (ch1-q3, ch11-q1, lab6-q2) a variable of the notebook, as the
     notebook's own statements compute it (``assignments.notebook_state``)."""
     env = {}
     state = None
@@ -179,12 +179,12 @@ def _otter_run(zip_path: Path, notebook: Path, out: Path) -> dict[str, dict]:
 def test_otter_grades_chapter_3(tmp_path):
     """otter assign + otter run (no Docker): solutions full marks, blank student zero,
     a unit slip zero with a message about units."""
-    path = ROOT / "chapters" / "03_batching.ipynb"
+    path = ROOT / "chapters" / "04_batching.ipynb"
     dist = assignments.build(path, SPEC, out=tmp_path)
     (zip_path,) = (dist / "autograder").glob("*-autograder_*.zip")
     labels, checked = _labels(path)
     auto = checked - set(SPEC["manual"])
-    assert auto, "chapter 3 has no autograded question"
+    assert auto, "chapter 4 has no autograded question"
 
     solved = _otter_run(zip_path, dist / "autograder" / path.name, tmp_path / "sol")
     assert set(solved) == auto

@@ -58,7 +58,7 @@ def test_overhead_crossover_scales_with_the_overhead_and_the_bytes():
 
 
 def test_linear_layer_leaves_overhead_when_compute_reaches_t0():
-    """1024 x 1024 fp16 layer on an H100, t0 = 5 µs (chapter 3, question 5): compute passes 5 µs at
+    """1024 x 1024 fp16 layer on an H100, t0 = 5 µs (chapter 4, question 5): compute passes 5 µs at
     b = 5e-6 * 989.4e12 / (2 * 1024**2) = 2,358.9 rows; memory only at
     (5e-6 * 3.35e12 - 2 * 1024**2) / (2 * 2048) = 3,577 rows. The smaller one is the crossover."""
     found = batching.overhead_crossover(

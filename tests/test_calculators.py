@@ -139,7 +139,7 @@ def test_rooflines_bad_input_shows_a_message():
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 3
+# Chapter 4
 
 
 def test_batched_layer_default_is_llama2_mlp_on_an_a100():
@@ -189,7 +189,7 @@ def test_batched_layer_bad_input_shows_a_message():
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 4
+# Chapter 5
 
 
 def test_resnet50_default_on_a_t4():
@@ -233,7 +233,7 @@ def test_resnet50_bad_input_shows_a_message():
 
 def test_every_single_accelerator_control_is_keyed_acc():
     """Parts I and II share one key: a calculator with one accelerator dropdown names it ``acc``
-    (Chapter 1's ``two_ceilings`` and Chapter 5's ``transformer_inference`` alike), offering the
+    (Chapter 1's ``two_ceilings`` and Chapter 6's ``transformer_inference`` alike), offering the
     whole catalog; Chapter 2's multi-select keeps its plural ``accelerators``."""
     from helpers.hardware import accelerators
 

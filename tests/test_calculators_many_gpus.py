@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators.many_gpus`: chapter 10's calculator wires multigpu to its controls."""
+"""Tests for :mod:`helpers.calculators.many_gpus`: chapter 12's calculator wires multigpu to its controls."""
 
 from __future__ import annotations
 

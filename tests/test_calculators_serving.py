@@ -1,4 +1,4 @@
-"""Tests of :mod:`helpers.calculators`: the calculators of Chapters 5 to 9.
+"""Tests of :mod:`helpers.calculators`: the calculators of Chapters 6 to 11.
 
 Intent: each calculator renders its chapter's default (the static figure and summary the book
 shows), follows its controls, and answers bad input with an "Input error" message rather than a
@@ -30,7 +30,7 @@ def tiny():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 5
+# Chapter 6
 # ---------------------------------------------------------------------------
 
 
@@ -85,7 +85,7 @@ def test_dropdowns_enumerate_the_catalogs():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6
+# Chapter 7
 # ---------------------------------------------------------------------------
 
 
@@ -103,7 +103,7 @@ def test_transfer_or_recompute_default():
 
 def test_transfer_or_recompute_window_at_peak():
     """One H100 at peak behind 100 GbE: recomputing wins only between 95 and 108,895 tokens
-    (Chapter 6's figure), and fetching for good from 108,896."""
+    (Chapter 7's figure), and fetching for good from 108,896."""
     summary = _summary(cs.transfer_or_recompute(), acc="H100 SXM", mfu=1.0)
     assert "recomputing is faster for prefixes of 95 to 108,895 tokens" in summary
     assert "fetching wins for good from 108,896 tokens" in summary
@@ -130,7 +130,7 @@ def test_transfer_or_recompute_bad_prefix_is_a_message():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 7
+# Chapter 9
 # ---------------------------------------------------------------------------
 
 
@@ -176,7 +176,7 @@ def test_kv_pool_bad_inputs_are_messages(tiny):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 8
+# Chapter 10
 # ---------------------------------------------------------------------------
 
 
@@ -218,12 +218,12 @@ def test_attention_offload_bad_inputs_are_messages(values, match):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 9
+# Chapter 11
 # ---------------------------------------------------------------------------
 
 
 def test_kv_tiers_default(tiny):
-    """The bundled trace through Chapter 9's hierarchy: four tiers and the miss, a verdict per chunk."""
+    """The bundled trace through Chapter 11's hierarchy: four tiers and the miss, a verdict per chunk."""
     sd = cachesim.stack_distances(tiny)
     calc = cs.kv_tiers(sd, 2048)
     summary = calc.update()

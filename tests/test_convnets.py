@@ -54,7 +54,7 @@ def test_resnet50_fp32_on_a_t4_is_about_its_flop_over_the_fp32_peak():
 
 def test_memory_time_share_extremes_and_range():
     """A device with a tiny ridge makes every layer compute-bound (share 0); a huge ridge makes every
-    layer memory-bound (share 1); the T4 in fp16 at batch 1 lies between, mostly memory (chapter 4)."""
+    layer memory-bound (share 1); the T4 in fp16 at batch 1 lies between, mostly memory (chapter 5)."""
     slow_compute = Accelerator("ridge 1e-6", {"fp16": 1e6}, 1e12, 1e9, "test")
     fast_compute = Accelerator("ridge 1e6", {"fp16": 1e18}, 1e12, 1e9, "test")
     assert convnets.memory_time_share(1, slow_compute) == 0.0

@@ -145,7 +145,7 @@ def test_digests_are_salted_by_label_and_unknown_labels_raise(monkeypatch):
 
 def test_stored_digests_accept_the_books_hand_arithmetic():
     """The shipped digests accept spec.yml's worked answers (datasheet arithmetic, no helpers):
-    ch2-q1 = 65e12 / 320e9 = 203.125 FLOP/byte, ch3-q1 the same rows, ch1-q1 = 1/12."""
+    ch2-q1 = 65e12 / 320e9 = 203.125 FLOP/byte, ch4-q1 the same rows, ch1-q1 = 1/12."""
     assert exercises.check_digest("ch2-q1", 65e12 / 320e9).startswith("Right")
-    assert exercises.check_digest("ch3-q1", 65e12 / 320e9 * 2 / 2).startswith("Right")
+    assert exercises.check_digest("ch4-q1", 65e12 / 320e9 * 2 / 2).startswith("Right")
     assert exercises.check_digest("ch1-q1", 1 / 12).startswith("Right")

@@ -269,7 +269,7 @@ def test_max_decode_batch_llama3_70b_on_8_h100():
 
     free = 8 * 80 * 2**30 * 0.9 - 2 * 70,553,706,496 = 618,475,290,624 - 141,107,412,992 = 477,367,877,632 bytes;
     per sequence 4,097 * 327,680 = 1,342,504,960 bytes; 477,367,877,632 / 1,342,504,960 = 355.6 -> 355.
-    (Chapters 5 and 8 once said 323 and 371: 80e9-byte capacities, with and without the reserve.)
+    (Chapters 6 and 10 once said 323 and 371: 80e9-byte capacities, with and without the reserve.)
     """
     free = 8 * 80 * 2**30 * 0.9 - 2 * 70_553_706_496
     assert_allclose(

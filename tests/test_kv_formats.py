@@ -79,7 +79,7 @@ def test_size_ratio():
 
 def test_recompute_flops_per_kv_byte_is_c_times_d():
     """c * d for Llama-3-70B in bf16: linear FLOP per token 136,902,082,560 / 327,680 bytes = 417,792 FLOP/byte,
-    which is Chapter 6's hidden_size_constant (51.0) times d = 8,192. int4 makes each byte 3.2x as costly to
+    which is Chapter 7's hidden_size_constant (51.0) times d = 8,192. int4 makes each byte 3.2x as costly to
     recompute: 1,336,934.4 FLOP/byte."""
     assert llm.linear_flops_per_token(L3) == 136_902_082_560
     assert llm.recompute_flops_per_kv_byte(L3) == 417_792

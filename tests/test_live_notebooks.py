@@ -69,7 +69,7 @@ def test_roles_become_plain_markdown():
     )
     out = live_notebooks.plain_markdown(
         text,
-        docname="chapters/03_batching",
+        docname="chapters/04_batching",
         staged={"chapters/02_roofline"},
         web="https://example.org/book",
         citations=CITATIONS,

@@ -220,7 +220,7 @@ def test_draw_sweep_shades_each_bound():
 def test_draw_sweep_axes_span_whole_decades():
     """Both log axes run between powers of ten that contain the data, so each shows labelled ticks.
 
-    Regression: a nearly flat step time (Llama-2-7B's MLP on an A100, chapter 3) spanned 1.4e-4 to
+    Regression: a nearly flat step time (Llama-2-7B's MLP on an A100, chapter 4) spanned 1.4e-4 to
     1.3e-2 s and the flat part had no labelled tick below it.
     """
     sweep = batching.mlp_sweep(

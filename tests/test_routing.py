@@ -262,9 +262,9 @@ def test_without_copies_equals_cache_aware_local_routing():
 )
 def test_conversation_trace_copies_raise_reuse_toward_the_pool():
     """Ten nodes of 3 M tokens: free copies reuse at least what local cache-aware routing reuses, and no more
-    than the trace's infinite-cache ceiling (37.4 %, chapter 7)."""
+    than the trace's infinite-cache ceiling (37.4 %, chapter 9)."""
     trace = tr.load_trace("conversation")
-    rate = 16_348.0  # tokens/s: chapter 7's node rate, Llama-3-70B at peak on 8 x A800, no communication
+    rate = 16_348.0  # tokens/s: chapter 9's node rate, Llama-3-70B at peak on 8 x A800, no communication
     base = routing.replicated_routing(
         trace, 10, 3e6, prefill_tokens_per_s=rate, transfer_tokens_per_s=0
     )

@@ -25,7 +25,7 @@ from helpers import traces as tr
 
 @pytest.fixture
 def abc_trace(tmp_path):
-    """Chapter 7's Question 3 (toy_traces.abc_trace_file), loaded."""
+    """Chapter 9's Question 3 (toy_traces.abc_trace_file), loaded."""
     return traces.load_trace(abc_trace_file(tmp_path / "abc_trace.jsonl"))
 
 

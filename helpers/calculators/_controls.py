@@ -18,7 +18,7 @@ import numpy as np
 from .. import batching, hardware, llm
 
 SERVING_DTYPES = ("bf16", "fp16", "fp8")
-"""The dtypes the serving calculators (Chapters 5-9) offer."""
+"""The dtypes the serving calculators (Chapters 6-11) offer."""
 
 
 def accelerator_names() -> list[str]:

@@ -1,12 +1,12 @@
-"""Part I's calculators (Chapters 1-4: rooflines and batching): a ``render_*`` function and a builder each.
+"""Part I's calculators (Chapters 1-5: rooflines and batching): a ``render_*`` function and a builder each.
 
 * :func:`two_ceilings` (chapter 1) -- which of compute, memory and overhead
   binds one operation, as its size varies;
 * :func:`rooflines` (chapter 2) -- rooflines of several devices and dtypes,
   with operations placed on them;
-* :func:`batched_layer` (chapter 3) -- step time, throughput and regime of a
+* :func:`batched_layer` (chapter 4) -- step time, throughput and regime of a
   linear layer or MLP against the batch;
-* :func:`resnet50` (chapter 4) -- ResNet-50's layers on a roofline, and the
+* :func:`resnet50` (chapter 5) -- ResNet-50's layers on a roofline, and the
   network's step time with a per-layer overhead.
 
 Conventions are in :mod:`helpers.calculators`.
@@ -279,7 +279,7 @@ def rooflines() -> Calculator:
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 3: a batched layer or MLP
+# Chapter 4: a batched layer or MLP
 
 LAYER_SHAPES: Mapping[str, bool | None] = MappingProxyType(
     {"linear layer": None, "MLP": False, "gated MLP (SwiGLU)": True}
@@ -287,7 +287,7 @@ LAYER_SHAPES: Mapping[str, bool | None] = MappingProxyType(
 """Shapes :func:`render_batched_layer` knows: ``None`` a linear layer, else an MLP's ``gated``."""
 
 WEIGHT_FORMATS = ("same as compute", "fp16", "int8", "fp8")
-"""Weight storage formats of chapter 3's calculator (``"same as compute"``: the compute dtype)."""
+"""Weight storage formats of chapter 4's calculator (``"same as compute"``: the compute dtype)."""
 
 
 def render_batched_layer(
@@ -301,7 +301,7 @@ def render_batched_layer(
     batch: int,
     overhead_us: float,
 ) -> str:
-    """Chapter 3's calculator: step time and throughput of a layer against the batch, by regime.
+    """Chapter 4's calculator: step time and throughput of a layer against the batch, by regime.
 
     A linear layer ``width_1 -> width_2`` (:func:`helpers.batching.linear_sweep`)
     or an MLP with ``d_model = width_1`` and ``d_ff = width_2``
@@ -408,18 +408,18 @@ def batched_layer_controls() -> dict[str, Any]:
 
 
 def batched_layer() -> Calculator:
-    """Chapter 3's calculator (:func:`render_batched_layer`); default: Llama-2-7B MLP, A100."""
+    """Chapter 4's calculator (:func:`render_batched_layer`); default: Llama-2-7B MLP, A100."""
     return Calculator(batched_layer_controls(), render_batched_layer)
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 4: ResNet-50 on a roofline
+# Chapter 5: ResNet-50 on a roofline
 
 
 def render_resnet50(
     ax: Axes, acc: str, dtype: str, batch: int, overhead_us: float
 ) -> str:
-    """Chapter 4's calculator: ResNet-50's layers on a roofline, and the predicted step time.
+    """Chapter 5's calculator: ResNet-50's layers on a roofline, and the predicted step time.
 
     Draws :func:`helpers.plots.draw_resnet50` and returns how many layers are
     memory-bound, their share of the roofline time
@@ -456,7 +456,7 @@ def resnet50_controls() -> dict[str, Any]:
 
 
 def resnet50() -> Calculator:
-    """Chapter 4's calculator (:func:`render_resnet50`): a T4 in fp16 at batch 8 by default."""
+    """Chapter 5's calculator (:func:`render_resnet50`): a T4 in fp16 at batch 8 by default."""
     return Calculator(resnet50_controls(), render_resnet50)
 
 

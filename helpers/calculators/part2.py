@@ -1,14 +1,14 @@
-"""Part II's calculators (Chapters 5-9: serving a transformer): a ``render_*`` function and a builder each.
+"""Part II's calculators (Chapters 6-11: serving a transformer): a ``render_*`` function and a builder each.
 
-* :func:`transformer_inference` (chapter 5) -- prefill and decode bounds, the
+* :func:`transformer_inference` (chapter 6) -- prefill and decode bounds, the
   KV cache and the largest batch that fits, against the batch;
-* :func:`transfer_or_recompute` (chapter 6) -- recompute a prefix's KV cache
+* :func:`transfer_or_recompute` (chapter 7) -- recompute a prefix's KV cache
   or fetch it, against the prefix length;
-* :func:`kv_pool` (chapter 7) -- a KV-cache pool's hit rate on a trace, and
+* :func:`kv_pool` (chapter 9) -- a KV-cache pool's hit rate on a trace, and
   the prefill compute it saves;
-* :func:`attention_offload` (chapter 8) -- tokens per dollar of attention
+* :func:`attention_offload` (chapter 10) -- tokens per dollar of attention
   offload against an all-GPU baseline;
-* :func:`kv_tiers` (chapter 9) -- a tiered KV cache, fetch or compute per
+* :func:`kv_tiers` (chapter 11) -- a tiered KV cache, fetch or compute per
   part of a prompt.
 
 Conventions are in :mod:`helpers.calculators`.
@@ -51,21 +51,21 @@ ILLUSTRATIVE_PRICE: Mapping[str, float] = MappingProxyType(
         "RTX 4090": 0.40,
     }
 )
-"""Dollars per device-hour used as Chapter 8's defaults: round numbers for the example, NOT market quotes."""
+"""Dollars per device-hour used as Chapter 10's defaults: round numbers for the example, NOT market quotes."""
 
 TRANSFER_MAX_TOKENS = 131_072
-"""Longest prefix Chapter 6's calculator draws and searches (tokens)."""
+"""Longest prefix Chapter 7's calculator draws and searches (tokens)."""
 
 
 # ---------------------------------------------------------------------------
-# Chapter 5: prefill, decode and the largest batch
+# Chapter 6: prefill, decode and the largest batch
 # ---------------------------------------------------------------------------
 
 
 def render_transformer_inference(
     ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
 ) -> str:
-    """Chapter 5: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
+    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
     bound: dict[str, Any] = {
         "dtype": dtype,
         "n_gpus": n_gpus,
@@ -127,7 +127,7 @@ def render_transformer_inference(
 
 
 def transformer_inference() -> Calculator:
-    """Chapter 5's calculator: a model on ``n_gpus`` accelerators, a batch, a context, a dtype."""
+    """Chapter 6's calculator: a model on ``n_gpus`` accelerators, a batch, a context, a dtype."""
     controls = {
         "model": _controls.model("llama-3-8b"),
         "acc": _controls.accelerator("H100 SXM", description="GPU"),
@@ -142,7 +142,7 @@ def transformer_inference() -> Calculator:
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6: transfer or recompute
+# Chapter 7: transfer or recompute
 # ---------------------------------------------------------------------------
 
 
@@ -156,7 +156,7 @@ def render_transfer_or_recompute(
     n_links: int,
     tokens: int,
 ) -> str:
-    """Chapter 6: time to recompute a prefix's KV cache against time to fetch it, over prefix lengths.
+    """Chapter 7: time to recompute a prefix's KV cache against time to fetch it, over prefix lengths.
 
     Recomputation runs in the device's 16-bit dtype (:attr:`helpers.hardware.Accelerator.half_dtype`,
     bf16 where it has it), which is also the cache's dtype.
@@ -241,7 +241,7 @@ def render_transfer_or_recompute(
 
 
 def transfer_or_recompute() -> Calculator:
-    """Chapter 6's calculator: recompute on GPUs at an MFU, or fetch over links, for one prefix."""
+    """Chapter 7's calculator: recompute on GPUs at an MFU, or fetch over links, for one prefix."""
     controls = {
         "model": _controls.model("llama-2-7b"),
         "acc": _controls.accelerator("A100 SXM4 80GB", description="GPU"),
@@ -259,7 +259,7 @@ def transfer_or_recompute() -> Calculator:
 
 
 # ---------------------------------------------------------------------------
-# Chapter 7: a KV-cache pool replayed against a trace
+# Chapter 9: a KV-cache pool replayed against a trace
 # ---------------------------------------------------------------------------
 
 _stack_distances = functools.cache(cachesim.stack_distances)
@@ -281,7 +281,7 @@ def render_kv_pool(
     acc: str = "H800",
     n_gpus: int = 8,
 ) -> str:
-    """Chapter 7: hit rate against pool size for one trace, and the prefill compute the pool saves.
+    """Chapter 9: hit rate against pool size for one trace, and the prefill compute the pool saves.
 
     ``traces`` maps the ``trace`` control's names to loaded traces; the
     compute saved is priced on ``n_gpus`` x ``acc`` at peak bf16.
@@ -323,7 +323,7 @@ def render_kv_pool(
 
 
 def kv_pool(traces: Mapping[str, cachesim.Trace]) -> Calculator:
-    """Chapter 7's calculator: a model, a KV dtype, one of ``traces``, a pool size and a block size."""
+    """Chapter 9's calculator: a model, a KV dtype, one of ``traces``, a pool size and a block size."""
     block = traces[next(iter(traces))].block_tokens
     controls = {
         "model_name": _controls.model("llama-3-70b"),
@@ -344,7 +344,7 @@ def kv_pool(traces: Mapping[str, cachesim.Trace]) -> Calculator:
 
 
 # ---------------------------------------------------------------------------
-# Chapter 8: attention offload, priced
+# Chapter 10: attention offload, priced
 # ---------------------------------------------------------------------------
 
 
@@ -362,7 +362,7 @@ def render_attention_offload(
     price_memory: float,
     dtype: str,
 ) -> str:
-    """Chapter 8: tokens per dollar against the batch, all-GPU baseline against attention offload."""
+    """Chapter 10: tokens per dollar against the batch, all-GPU baseline against attention offload."""
     if not inference.weights_fit(model, compute, n_gpus=n_compute, dtype=dtype):
         raise ValueError(
             f"n_compute: the weights of {model} do not fit on {n_compute} × {compute}"
@@ -447,7 +447,7 @@ def render_attention_offload(
 
 
 def attention_offload() -> Calculator:
-    """Chapter 8's calculator: compute GPUs, memory devices, the link, a baseline and prices per hour."""
+    """Chapter 10's calculator: compute GPUs, memory devices, the link, a baseline and prices per hour."""
     controls = {
         "model": _controls.model("llama-3-70b"),
         "context": widgets.BoundedIntText(
@@ -485,7 +485,7 @@ def attention_offload() -> Calculator:
 
 
 # ---------------------------------------------------------------------------
-# Chapter 9: a tiered KV cache, per chunk
+# Chapter 11: a tiered KV cache, per chunk
 # ---------------------------------------------------------------------------
 
 
@@ -505,7 +505,7 @@ def render_kv_tiers(
     *,
     distances: cachesim.StackDistances,
 ) -> str:
-    """Chapter 9: per part of a prompt, fetch from its tier or compute; the expected prefill time.
+    """Chapter 11: per part of a prompt, fetch from its tier or compute; the expected prefill time.
 
     The tiers are :func:`helpers.tiers.example_hierarchy` with the chosen
     capacities and links; their hit fractions come from ``distances`` (a
@@ -572,7 +572,7 @@ def render_kv_tiers(
 
 
 def kv_tiers(distances: cachesim.StackDistances, prompt_tokens: int) -> Calculator:
-    """Chapter 9's calculator: the example hierarchy's capacities and links, replayed on ``distances``."""
+    """Chapter 11's calculator: the example hierarchy's capacities and links, replayed on ``distances``."""
     controls = {
         "model": _controls.model("llama-3-70b"),
         "acc": _controls.accelerator("H100 SXM", description="GPU"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-PAGE = "chapters/03_batching.html"
+PAGE = "chapters/04_batching.html"
 
 # Whether an element is on screen: rendered, visible and inside the viewport horizontally.
 _ON_SCREEN = """(selector) => {
@@ -131,7 +131,7 @@ def test_wide_formula_on_a_phone_scrolls_with_a_cue(open_page):
     """At 390 px a display formula wider than the column scrolls sideways inside its block, and
     the block draws the edge shadows that say so (R27; tables get the same, R12)."""
     page = open_page(390)
-    page.goto(page.url.replace("03_batching", "02_roofline"))
+    page.goto(page.url.replace("04_batching", "02_roofline"))
     page.wait_for_load_state("load")
     page.wait_for_timeout(1500)  # MathJax typesets
     wide = page.evaluate(
