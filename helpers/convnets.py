@@ -334,7 +334,7 @@ def resnet50_published(
     if not isinstance(dtype, str):
         raise TypeError(f"dtype must be a string, got {type(dtype).__name__}")
     out: dict[str, float] = {}
-    for point in published.load("resnet50", gpu=acc):
+    for point in published.load("resnet50", gpu=get_accelerator(acc).name):
         if (
             point.quantity == "throughput"
             and point.precision == dtype
