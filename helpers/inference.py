@@ -12,10 +12,20 @@ assumptions are added, both stated where used:
   ``link=None`` for the ideal split without communication;
 * a decode batch fits when the weights plus every sequence's KV cache fit in
   the devices' memory less a ``reserve`` fraction (activations, allocator
-  slack, the CUDA context). The default, :data:`RESERVE` = 0.1, matches
-  vLLM's default ``gpu_memory_utilization=0.9`` (Kwon et al. 2023) and is the
-  one used everywhere in the book. Memory capacities are the datasheet's
-  figures read as GiB (see :class:`helpers.hardware.Accelerator`).
+  slack, the CUDA context). The default, :data:`RESERVE` = 0.1, is
+  everything vLLM's default ``gpu_memory_utilization=0.9`` does *not* give to
+  its engine (Kwon et al. 2023): vLLM's 90 % budget holds the weights, its
+  profiled activation peak and its CUDA graphs as well as the KV cache, so
+  ``reserve`` is an upper bound on KV memory, and a real engine's KV pool is
+  smaller by its activation peak. One value is used everywhere in the book.
+  Memory capacities are what the driver reports: the datasheet's figures
+  read as GiB for HBM parts, less for GDDR parts with ECC on (T4, L4, A10G;
+  see :data:`helpers.hardware.DATASHEET_MEMORY`).
+* with ``n_gpus > 1`` every byte of KV cache is stored once across the
+  devices. That holds for MHA/GQA heads sharded by tensor parallelism, and for
+  MLA only with data-parallel attention (each device holds whole sequences);
+  under head-sharded TP an MLA latent is replicated on every device, which
+  divides the batch that fits by ``n_gpus``.
 
 Calling convention (as everywhere in :mod:`helpers`): what is computed on
 (``model``), how big (``tokens`` or ``context``), where (``acc``), then
@@ -38,6 +48,7 @@ from typing import Literal
 from . import _validate, parallel
 from ._search import last_true, root
 from .hardware import Accelerator, Link, dtype_bytes, get_accelerator
+from .published import PublishedPoint, load
 from .llm import (
     ModelConfig,
     decode_cost,
@@ -50,7 +61,7 @@ from .llm import (
 from .roofline import TimeBreakdown, breakdown, crossing_batch, ridge_point
 
 RESERVE = 0.1
-"""Share of device memory kept free in every capacity computation (vLLM's default)."""
+"""Share of device memory not given to weights and KV cache: 1 - vLLM's default ``gpu_memory_utilization`` of 0.9."""
 
 AUTO = "auto"
 """``link=AUTO``: the tensor-parallel group talks over :func:`helpers.parallel.tp_link` of the GPU."""
@@ -510,6 +521,41 @@ def max_batch_under_slo(
     return SloBatch(lo, step(lo), lo / step(lo), "slo")
 
 
+def published_decode_steps(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int = 1,
+    dtype: str = "fp16",
+) -> tuple[PublishedPoint, ...]:
+    """The published decode step latencies (seconds) of ``model`` on ``n_gpus`` x ``acc`` in ``dtype``.
+
+    The points of :func:`helpers.published.load` (kind ``"decode"``,
+    quantity ``"step_latency"``) whose model, GPU, GPU count and precision
+    match, in the dataset's order; each point's ``setting`` holds its
+    ``batch``, ``input_len`` and ``output_len`` as printed, and its
+    ``source`` and ``locator`` say where it was published. Empty when none
+    is. Set a point beside :func:`decode_step` at
+    ``mean_decode_context(input_len, output_len)``.
+
+    >>> steps = published_decode_steps("llama-2-7b", "A100", dtype="fp16")
+    >>> [p.value for p in steps if p.setting["batch"] == "16"
+    ...  and p.setting["input_len"] == "128" and p.setting["output_len"] == "2048"]
+    [0.015]
+    """
+    name = model.name if isinstance(model, ModelConfig) else get_model(model).name
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    dtype_bytes(dtype)
+    return tuple(
+        p
+        for p in load("decode", gpu=get_accelerator(acc).name)
+        if p.quantity == "step_latency"
+        and p.precision == _validate.name("dtype", dtype)
+        and p.setting.get("model") == name
+        and p.setting.get("num_gpus") == str(n_gpus)
+    )
+
+
 __all__ = [
     "AUTO",
     "KERNELS_PER_LAYER",
@@ -522,6 +568,7 @@ __all__ = [
     "kernels_per_step",
     "max_batch_under_slo",
     "mean_decode_context",
+    "published_decode_steps",
     "suffix_prefill_time",
     "tp_allreduce_time",
     "max_decode_batch",
