@@ -341,7 +341,8 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         source="https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/",
         notes=(
             "Memory: what the driver reports with ECC on (the default), 23,028 MiB (nvidia-smi on "
-            "an AWS G5), not the tabulated 24 GB GDDR6 (DATASHEET_MEMORY). AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
+            "an AWS G5), not the tabulated 24 GB GDDR6 (DATASHEET_MEMORY). AWS G5's variant of "
+            "the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
             "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate. 72 SMs: "
             "31.52 TFLOP/s FP32 = 72 SMs x 128 lanes x 2 FLOP x 1.71 GHz, as on the A10; L2 6 MB "
             "and non-tensor FP16/BF16 at the FP32 rate, as on every GA102 (GA102 whitepaper). "

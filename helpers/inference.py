@@ -48,7 +48,6 @@ from typing import Literal
 from . import _validate, parallel
 from ._search import last_true, root
 from .hardware import Accelerator, Link, dtype_bytes, get_accelerator
-from .published import PublishedPoint, load
 from .llm import (
     ModelConfig,
     decode_cost,
@@ -58,6 +57,7 @@ from .llm import (
     weight_bytes,
     weights_read_bytes,
 )
+from .published import PublishedPoint, load
 from .roofline import TimeBreakdown, breakdown, crossing_batch, ridge_point
 
 RESERVE = 0.1
@@ -364,19 +364,38 @@ def max_decode_batch(
     dtype: str = "bf16",
     reserve: float = RESERVE,
     holds_weights: bool = True,
+    kv_copies: int = 1,
 ) -> int:
     """Largest decode batch whose KV caches fit beside the weights (0 if none does).
 
     Each sequence holds ``context + 1`` tokens of KV cache (its context and
     the token being generated); the weights are stored once across the
-    ``n_gpus`` devices. Options as in :func:`free_kv_bytes`.
+    ``n_gpus`` devices. Options as in :func:`free_kv_bytes`, and:
+
+    kv_copies : int
+        How many of the ``n_gpus`` devices store each KV byte, 1 to
+        ``n_gpus``. 1 (the default) when the cache is sharded: MHA/GQA heads
+        under tensor parallelism, or any attention run data-parallel (each
+        device holds whole sequences, as DeepSeek and SGLang deploy MLA).
+        ``n_gpus`` for an MLA latent under head-sharded tensor parallelism:
+        every device's heads score the same latent, so every device holds it.
 
     Returns
     -------
     int
-        ``floor(free_kv_bytes / kv_cache_bytes(context + 1))``, at least 0.
+        ``floor(free_kv_bytes / (kv_copies * kv_cache_bytes(context + 1)))``,
+        at least 0.
+
+    >>> dp = max_decode_batch("deepseek-v3", 32768, "H200", n_gpus=8, dtype="fp8")
+    >>> tp = max_decode_batch("deepseek-v3", 32768, "H200", n_gpus=8, dtype="fp8", kv_copies=8)
+    >>> tp == dp // 8
+    True
     """
     context = _validate.non_negative_int("context", context)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    copies = _validate.positive_int("kv_copies", kv_copies)
+    if copies > n_gpus:
+        raise ValueError(f"kv_copies must be at most n_gpus ({n_gpus}), got {copies}")
     free = free_kv_bytes(
         model,
         acc,
@@ -387,7 +406,7 @@ def max_decode_batch(
     )
     if free <= 0:
         return 0
-    return int(free // kv_cache_bytes(model, context + 1, dtype=dtype))
+    return int(free // (copies * kv_cache_bytes(model, context + 1, dtype=dtype)))
 
 
 def critical_decode_batch(
