@@ -258,3 +258,27 @@ def test_plain_log_ticks_labels_plain_numbers():
     calc.update()
     formatter = calc.axes.yaxis.get_major_formatter()
     assert formatter(20.0, 0) == "20"
+
+
+def test_transformer_inference_sets_published_steps_beside_the_bound():
+    """Llama-2-7B fp16 on one A100 at LMDeploy's mean context (128 + 2,048 // 2 = 1,152 tokens):
+    the four published steps (batch 1, 16, 32, 64) are drawn, and batch 16's 15 ms is quoted
+    with its source (lmdeploy_a100_fp16). Where nothing is published, nothing is drawn or quoted."""
+    calc = cs.transformer_inference()
+    summary = _summary(
+        calc,
+        model="llama-2-7b",
+        acc="A100 SXM4 80GB",
+        dtype="fp16",
+        context=1152,
+        batch=16,
+    )
+    assert "**Published** at batch 16: 15 ms per step" in summary
+    assert "128 -> 2,048 tokens" in summary and "lmdeploy" in summary.lower()
+    squares = [line for line in calc.axes.lines if line.get_marker() == "s"]
+    assert len(squares) == 1
+    assert {1, 16, 32, 64} <= set(squares[0].get_xdata())
+    assert "**Published**" not in _summary(calc, batch=17)
+    bare = cs.transformer_inference()
+    assert "**Published**" not in bare.update()
+    assert not [line for line in bare.axes.lines if line.get_marker() == "s"]

@@ -65,7 +65,13 @@ TRANSFER_MAX_TOKENS = 131_072
 def render_transformer_inference(
     ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
 ) -> str:
-    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
+    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch.
+
+    Where the book's dataset has published decode steps of the same model, GPU,
+    GPU count and dtype, at a mean context within 2x of ``context``
+    (:func:`helpers.inference.published_decode_steps`), they are drawn beside
+    the bound, and the one at ``batch`` is quoted with its source.
+    """
     bound: dict[str, Any] = {
         "dtype": dtype,
         "n_gpus": n_gpus,
@@ -86,6 +92,16 @@ def render_transformer_inference(
         extra.remove()
     ax.loglog(sweep, times * 1e3, label="decode step bound (ms)")
     ax.plot([batch], [step.seconds * 1e3], "ko", ms=5)
+    published = _published_near(model, acc, n_gpus, dtype, context)
+    if published:
+        ax.plot(
+            [int(p.setting["batch"]) for p in published],
+            [p.value * 1e3 for p in published],
+            "ks",
+            mfc="none",
+            ms=6,
+            label="published step (ms), similar context",
+        )
     if fit:
         ax.axvline(fit, color="grey", lw=1, label=f"largest batch that fits ({fit})")
     ax.set_xlabel("decode batch (sequences)")
@@ -115,6 +131,16 @@ def render_transformer_inference(
     else:
         warning = ""
     per_token = llm.kv_cache_bytes_per_token(model, dtype=dtype)
+    same = [p for p in published if int(p.setting["batch"]) == batch]
+    if same:
+        p = min(same, key=lambda p: abs(_mean_context(p) - context))
+        measured = (
+            f" **Published** at batch {batch}: {format_si(p.value, 's')} per step "
+            f"({p.setting['framework']}, {int(p.setting['input_len']):,} -> "
+            f"{int(p.setting['output_len']):,} tokens, [source]({p.source}))."
+        )
+    else:
+        measured = ""
     return (
         f"**Prefill** of {batch} prompt(s) x {context:,} tokens: at least "
         f"{format_si(prefill.seconds, 's')} ({prefill.bound}-bound). "
@@ -123,7 +149,28 @@ def render_transformer_inference(
         f"**KV cache**: {per_token / 1024:,.0f} KiB/token, {kv_seq / 1e9:,.2f} GB per sequence, "
         f"{batch * kv_seq / 1e9:,.1f} GB for the batch. "
         f"**Largest batch that fits** ({inference.RESERVE * 100:g} % reserve): {fit}.{warning}"
+        f"{measured}"
     )
+
+
+def _mean_context(point: Any) -> int:
+    """The mean decode context of a published point's requests (``inference.mean_decode_context``)."""
+    return inference.mean_decode_context(
+        int(point.setting["input_len"]), int(point.setting["output_len"])
+    )
+
+
+def _published_near(
+    model: str, acc: str, n_gpus: int, dtype: str, context: int
+) -> list[Any]:
+    """Published decode steps of this setting whose requests' mean context is within 2x of ``context``."""
+    return [
+        p
+        for p in inference.published_decode_steps(
+            model, acc, n_gpus=n_gpus, dtype=dtype
+        )
+        if context / 2 <= _mean_context(p) <= 2 * context
+    ]
 
 
 def transformer_inference() -> Calculator:
