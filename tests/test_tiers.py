@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import cachesim, hardware, inference, kvcache, llm, tiers, traces
+from helpers import cachesim, hardware, inference, kvcache, llm, papers, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
 
@@ -496,3 +496,17 @@ def test_replay_bad_inputs(tiny_trace):
     assert math.isfinite(
         tiers.replay_prefill(tiny_trace, good, MODEL, "h800").saved_fraction()
     )
+
+
+def test_example_hierarchy_takes_a_server_host_bandwidth():
+    """Chapter 11's host tier at Mooncake's Table 1 B_h2d, 128 GB/s for the server, in place of eight
+    PCIe 5.0 links' 504 GB/s line rate; the latency stays the link's, and a bad value is named."""
+    levels = tiers.example_hierarchy(
+        dram_bandwidth=papers.MOONCAKE_TABLE1_H2D_BANDWIDTH
+    )
+    assert levels[1].name == "host DRAM"
+    assert levels[1].bandwidth == 128e9
+    assert levels[1].latency == hardware.get_link("pcie5").latency
+    assert levels[2].bandwidth == pytest.approx(400e9)
+    with pytest.raises(ValueError, match="dram_bandwidth"):
+        tiers.example_hierarchy(dram_bandwidth=0.0)
