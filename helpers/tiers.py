@@ -307,8 +307,23 @@ class PrefillEstimate:
 
     @property
     def hidden_s(self) -> float:
-        """Fetch fully hidden (started during the previous request): ``max(fetch_s, compute_s)``."""
-        return max(self.fetch_s, self.compute_s)
+        """Fetch fully hidden: ``compute_s``, the prefill no longer waits for any byte.
+
+        It holds provided the fetch has a head start (it began during the
+        previous request, when the scheduler saw the prefix) of at least
+        :attr:`head_start_s`; with no head start, :attr:`prefetched_s` applies.
+        """
+        return self.compute_s
+
+    @property
+    def head_start_s(self) -> float:
+        """Seconds of head start that hide the fetch fully: ``max(fetch_s - compute_s, 0)``.
+
+        The fetch must have finished by the time the compute would need its
+        last layer; with layer-wise prefetch a fetch shorter than the compute
+        needs none beyond its first layer (neglected here).
+        """
+        return max(self.fetch_s - self.compute_s, 0.0)
 
 
 ChunkPlan = tuple[int, int, int, float, float, bool]

@@ -181,6 +181,8 @@ def test_caching_never_slower_than_recomputing_everything(n, weights, n_gpus):
     assert est.hidden_s <= est.prefetched_s * (
         1 + 1e-12
     ) and est.prefetched_s <= est.serial_s * (1 + 1e-12)
+    assert est.hidden_s == est.compute_s
+    assert est.head_start_s == max(est.fetch_s - est.compute_s, 0.0)
     for chunk in est.chunks:
         assert chunk.verdict == (
             "transfer" if chunk.fetch_s < chunk.recompute_s else "recompute"
@@ -510,3 +512,13 @@ def test_example_hierarchy_takes_a_server_host_bandwidth():
     assert levels[2].bandwidth == pytest.approx(400e9)
     with pytest.raises(ValueError, match="dram_bandwidth"):
         tiers.example_hierarchy(dram_bandwidth=0.0)
+
+
+def test_a_fully_hidden_fetch_costs_the_compute_alone_given_its_head_start():
+    """Review H14.2: fully hidden means t = R, provided the head start covers t_fetch - R. A 30 ms
+    fetch behind 10 ms of compute needs a 20 ms head start; a 5 ms fetch behind 10 ms needs none."""
+    slow = tiers.PrefillEstimate((), 0.030, 0.010, 80)
+    assert slow.hidden_s == 0.010
+    assert slow.head_start_s == pytest.approx(0.020)
+    fast = tiers.PrefillEstimate((), 0.005, 0.010, 80)
+    assert fast.hidden_s == 0.010 and fast.head_start_s == 0.0
