@@ -33,6 +33,7 @@ from .. import (
     kvcache,
     llm,
     offload,
+    papers,
     plots,
     tiers,
 )
@@ -545,7 +546,7 @@ def render_kv_tiers(
     prompt_tokens: int,
     hbm_gb: float,
     dram_tb: float,
-    dram_link: str,
+    dram_gbs: float,
     pool_tb: float,
     pool_link: str,
     ssd_tb: float,
@@ -555,7 +556,9 @@ def render_kv_tiers(
     """Chapter 11: per part of a prompt, fetch from its tier or compute; the expected prefill time.
 
     The tiers are :func:`helpers.tiers.example_hierarchy` with the chosen
-    capacities and links; their hit fractions come from ``distances`` (a
+    capacities, the pool's link, and the host tier's bandwidth for the whole
+    server, ``dram_gbs`` GB/s (default Mooncake's Table 1 ``B_h2d``,
+    :data:`helpers.papers.MOONCAKE_TABLE1_H2D_BANDWIDTH`); their hit fractions come from ``distances`` (a
     trace's :func:`helpers.cachesim.stack_distances`).
     """
     device = hardware.get_accelerator(acc)
@@ -564,7 +567,7 @@ def render_kv_tiers(
         n_gpus=n_gpus,
         hbm_bytes=hbm_gb * 1e9,
         dram_bytes=dram_tb * 1e12,
-        dram_link=dram_link,
+        dram_bandwidth=dram_gbs * 1e9,
         pool_bytes=pool_tb * 1e12,
         pool_link=pool_link,
         ssd_bytes=ssd_tb * 1e12,
@@ -607,11 +610,12 @@ def render_kv_tiers(
     verdicts = (
         ", ".join(f"{c.tier}: **{c.verdict}**" for c in est.chunks) or "nothing cached"
     )
-    hits = ", ".join(
-        f"{t.name} {f:.1%}" for t, f in zip(levels, shares[:-1], strict=True)
-    )
+    names = " | ".join(t.name for t in levels)
+    hits = " | ".join(f"{f:.1%}" for f in shares[:-1])
     return (
-        f"Trace {distances.trace_name}, hit shares: {hits}, miss {shares[-1]:.1%}.  \n"
+        f"Trace {distances.trace_name}, share of prompt tokens each tier serves:\n\n"
+        f"| tier | {names} | miss |\n|---|{'---:|' * (len(levels) + 1)}\n"
+        f"| hit share | {hits} | {shares[-1]:.1%} |\n\n"
         f"Prompt of {prompt_tokens:,} tokens: {verdicts}.  \n"
         f"Expected prefill **{est.serial_s * 1e3:.0f} ms** serial, **{est.prefetched_s * 1e3:.0f} ms** "
         f"with layer-wise prefetch, against {full * 1e3:.0f} ms recomputing everything."
@@ -634,7 +638,13 @@ def kv_tiers(distances: cachesim.StackDistances, prompt_tokens: int) -> Calculat
         "dram_tb": widgets.FloatLogSlider(
             value=1.5, base=10, min=-1, max=1.5, description="DRAM TB"
         ),
-        "dram_link": _controls.link("PCIe 5.0 x16", description="DRAM link"),
+        "dram_gbs": widgets.BoundedFloatText(
+            value=papers.MOONCAKE_TABLE1_H2D_BANDWIDTH / 1e9,
+            min=1,
+            max=10_000,
+            step=16,
+            description="DRAM GB/s",
+        ),
         "pool_tb": widgets.FloatLogSlider(
             value=15, base=10, min=0, max=2.5, description="pool TB"
         ),
