@@ -39,8 +39,9 @@ import numpy as np
 
 from . import _validate, llm
 from ._moved import forwarder
-from .traces import TRACE_BLOCK_TOKENS, Trace, trace_prefill_flops
+from .traces import TRACE_BLOCK_TOKENS, Trace
 from .traces import check_trace as _check_trace
+from .traces import trace_prefill_flops as _trace_prefill_flops
 
 # ---------------------------------------------------------------------------
 # Blocks at a chosen granularity
@@ -697,7 +698,7 @@ def prefill_saving(
     saved = llm.prefill_flops_saved(model, hits).sum()
     return PrefillSaving(
         token_fraction=float(hits.sum() / t.input_tokens),
-        flop_fraction=float(saved / trace_prefill_flops(t, model)),
+        flop_fraction=float(saved / _trace_prefill_flops(t, model)),
     )
 
 
