@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate
+from . import _validate, llm
 from ._moved import forwarder
 from .traces import TRACE_BLOCK_TOKENS, Trace
 from .traces import check_trace as _check_trace
+from .traces import trace_prefill_flops as _trace_prefill_flops
 
 # ---------------------------------------------------------------------------
 # Blocks at a chosen granularity
@@ -601,6 +602,106 @@ def hit_rate_definitions(trace: Trace | StackDistances) -> dict[str, float]:
     }
 
 
+# ---------------------------------------------------------------------------
+# Prefill compute a prefix hit saves
+# ---------------------------------------------------------------------------
+
+
+def prompt_saved_fraction(
+    model: str | llm.ModelConfig, prompt_tokens: int, hit_tokens: object
+) -> np.ndarray:
+    """Share of one prompt's prefill FLOP that a cached prefix of ``hit_tokens`` saves.
+
+    :func:`helpers.llm.prefill_flops_saved` of the prefix over
+    :func:`helpers.llm.prefill_cost` of the whole ``prompt_tokens``-token prompt:
+
+    ``(p f + F p (p + 1) / 2) / (n f + F n (n + 1) / 2 + lm_head)``
+
+    with ``f`` the weight-matmul FLOP per token and ``F`` the attention FLOP
+    per query-key pair. It is *below* ``p / n`` for every ``0 < p < n``: the
+    prefix holds the cheap early rows of the causal triangle, and the lm_head
+    of the last token is never saved.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    prompt_tokens : int
+        The prompt's length ``n``, tokens (>= 1).
+    hit_tokens : int or array of int
+        Cached prefix lengths ``p``, tokens, ``0 <= p <= n``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        The saved fraction of the prompt's prefill FLOP, in [0, 1), shape of ``hit_tokens``.
+    """
+    n = _validate.positive_int("prompt_tokens", prompt_tokens)
+    saved = llm.prefill_flops_saved(model, hit_tokens)
+    if np.any(np.asarray(hit_tokens, dtype=float) > n):
+        raise ValueError(f"hit_tokens must not exceed prompt_tokens ({n})")
+    return saved / llm.prefill_cost(model, n).flops
+
+
+@dataclass(frozen=True)
+class PrefillSaving:
+    """What a cache of one capacity saves over a whole trace (both shares aggregate).
+
+    Attributes
+    ----------
+    token_fraction : float
+        Prompt tokens served from the cache ÷ all prompt tokens (the hit rate, :func:`hit_rate_curve`).
+    flop_fraction : float
+        Prefill FLOP saved ÷ the trace's prefill FLOP with no cache
+        (:func:`helpers.traces.trace_prefill_flops`).
+    """
+
+    token_fraction: float
+    flop_fraction: float
+
+
+def prefill_saving(
+    trace: Trace,
+    model: str | llm.ModelConfig,
+    capacity_tokens: float,
+    *,
+    distances: StackDistances | None = None,
+) -> PrefillSaving:
+    """Share of a trace's prompt tokens, and of its prefill FLOP, that a cache of ``capacity_tokens`` saves.
+
+    Each request's hit is its cached prefix at that capacity
+    (:meth:`StackDistances.request_hit_tokens`), costed by
+    :func:`helpers.llm.prefill_flops_saved`. One prompt's saved FLOP share is
+    below its hit share (:func:`prompt_saved_fraction`), but a cached token of
+    a long prefix saves more FLOP than one of a short prefix, so over a trace
+    the FLOP share can come out above or below the token share.
+
+    Parameters
+    ----------
+    trace : Trace
+    model : str or ModelConfig
+    capacity_tokens : float
+        Cache capacity, tokens (``math.inf`` for an unlimited cache).
+    distances : StackDistances, optional
+        ``stack_distances(trace)``, if already computed (it is otherwise computed here).
+
+    Returns
+    -------
+    PrefillSaving
+    """
+    t = _check_trace(trace)
+    sd = stack_distances(t) if distances is None else distances
+    if not isinstance(sd, StackDistances) or sd.n_requests != t.n_requests:
+        raise ValueError(
+            "distances must be the StackDistances of trace (same number of requests)"
+        )
+    hits = sd.request_hit_tokens(capacity_tokens)
+    saved = llm.prefill_flops_saved(model, hits).sum()
+    return PrefillSaving(
+        token_fraction=float(hits.sum() / t.input_tokens),
+        flop_fraction=float(saved / _trace_prefill_flops(t, model)),
+    )
+
+
 _MOVED = {
     **{
         name: f"helpers.traces.{name}"
@@ -632,10 +733,13 @@ __getattr__ = forwarder(__name__, _MOVED)
 
 __all__ = [
     "CacheStats",
+    "PrefillSaving",
     "StackDistances",
     "capacity_for_fraction",
     "hit_rate_curve",
     "hit_rate_definitions",
+    "prefill_saving",
+    "prompt_saved_fraction",
     "simulate_prefix_cache",
     "stack_distances",
     "tier_hit_fractions",

@@ -306,3 +306,100 @@ def test_prefix_lru_hits_a_prefix_and_evicts_the_tail_first():
     assert (
         cache.hit([0, 1, 2]) == 2 and cache.hit([0, 2, 1]) == 1 and cache.hit([2]) == 0
     )
+
+
+# ---------------------------------------------------------------------------
+# Prefill compute a prefix hit saves (review H3)
+# ---------------------------------------------------------------------------
+
+
+def _prefill_by_hand(model, tokens):
+    """Prefill FLOP by hand: weight matmuls, causal pairs, the last token's lm_head."""
+    from helpers import llm
+
+    m = llm.get_model(model)
+    f = llm.linear_flops_per_token(m)
+    pair = llm.attention_flops(m, 1.0)
+    return tokens * f + pair * tokens * (tokens + 1) / 2, 2.0 * m.d_model * m.vocab_size
+
+
+def test_prompt_saved_fraction_by_hand():
+    """Half of a 16,384-token Llama-3-70B prompt cached saves (p f + F p(p+1)/2) / (n f + F n(n+1)/2 + lm_head),
+    0.466 (lab 6, Question 2): less than one half, because the prefix holds the triangle's cheap early rows."""
+    saved, _ = _prefill_by_hand("llama-3-70b", 8192)
+    total, lm_head = _prefill_by_hand("llama-3-70b", 16384)
+    got = cachesim.prompt_saved_fraction("llama-3-70b", 16384, 8192)
+    assert_allclose(got, saved / (total + lm_head), rtol=1e-12)
+    assert round(float(got), 3) == 0.466
+
+
+@given(
+    n=st.integers(min_value=2, max_value=200_000),
+    share=st.floats(min_value=0.0, max_value=1.0),
+    model=st.sampled_from(["llama-3-70b", "llama-2-7b", "llama-3-8b"]),
+)
+def test_prompt_saved_fraction_below_token_share(n, share, model):
+    """For one prompt a cached prefix of p < n tokens saves less than p / n of its prefill FLOP."""
+    p = min(n - 1, max(1, int(share * n)))
+    assert cachesim.prompt_saved_fraction(model, n, p) < p / n
+
+
+def test_prompt_saved_fraction_rejects_bad_input():
+    """A prefix longer than the prompt, a non-positive prompt and a negative hit raise ValueError."""
+    with pytest.raises(ValueError, match="hit_tokens"):
+        cachesim.prompt_saved_fraction("llama-3-70b", 1024, 2048)
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        cachesim.prompt_saved_fraction("llama-3-70b", 0, 0)
+    with pytest.raises(ValueError, match="hit_tokens"):
+        cachesim.prompt_saved_fraction("llama-3-70b", 1024, -1)
+
+
+def test_prefill_saving_either_way():
+    """Over a trace the FLOP share can fall below the token share (one long prompt reusing a prefix half
+    its length) or rise above it (a long prefix hit among many short misses): each cached token of a
+    long prefix saves more FLOP than one of a short prefix. Both by hand from the per-prompt costs."""
+
+    def by_hand(lengths, hits):
+        total = sum(sum(_prefill_by_hand("llama-3-70b", n)) for n in lengths)
+        saved = sum(_prefill_by_hand("llama-3-70b", h)[0] for h in hits)
+        return sum(hits) / sum(lengths), saved / total
+
+    below = make_trace([[0, 1, 2, 3], list(range(8))])
+    got = cachesim.prefill_saving(below, "llama-3-70b", math.inf)
+    tokens, flops = by_hand([2048, 4096], [2048])
+    assert_allclose(
+        [got.token_fraction, got.flop_fraction], [tokens, flops], rtol=1e-12
+    )
+    assert got.flop_fraction < got.token_fraction
+
+    short = [[100 + i] for i in range(20)]
+    above = make_trace([list(range(8)), [*range(8), 8], *short])
+    got = cachesim.prefill_saving(above, "llama-3-70b", math.inf)
+    tokens, flops = by_hand([4096, 4608, *([512] * 20)], [4096])
+    assert_allclose(
+        [got.token_fraction, got.flop_fraction], [tokens, flops], rtol=1e-12
+    )
+    assert got.flop_fraction > got.token_fraction
+
+    sd = cachesim.stack_distances(above)
+    assert cachesim.prefill_saving(above, "llama-3-70b", 512, distances=sd) == (
+        cachesim.prefill_saving(above, "llama-3-70b", 512)
+    )
+    with pytest.raises(ValueError, match="distances"):
+        cachesim.prefill_saving(below, "llama-3-70b", math.inf, distances=sd)
+
+
+@pytest.mark.skipif(
+    not HAVE_REAL,
+    reason="set MOONCAKE_TRACES to a folder holding the Mooncake traces",
+)
+def test_prefill_saving_on_the_mooncake_traces():
+    """The review's figures (H3): unlimited cache, Llama-3-70B: conversation 36.1 % of FLOP with 37.4 % of
+    tokens, synthetic 66.4 % with 65.1 %."""
+    expected = {"conversation": (0.374, 0.361), "synthetic": (0.651, 0.664)}
+    for name, (tokens, flops) in expected.items():
+        got = cachesim.prefill_saving(
+            traces.load_trace(REAL / f"{name}_trace.jsonl"), "llama-3-70b", math.inf
+        )
+        assert round(got.token_fraction, 3) == tokens
+        assert round(got.flop_fraction, 3) == flops

@@ -9,6 +9,8 @@ returns the summary). The trace calculators run on the bundled 16-request sample
 
 from __future__ import annotations
 
+import re
+
 import ipywidgets as widgets
 import pytest
 
@@ -173,6 +175,17 @@ def test_kv_pool_bad_inputs_are_messages(tiny):
             512,
             traces={"tiny": tiny},
         )
+
+
+def test_kv_pool_summary_sentences_carry_at_most_three_numbers(tiny):
+    """The book's standard for generated prose (review H13): no sentence of the summary holds more
+    than three numbers (device names such as H800 are not numbers)."""
+    summary = cs.kv_pool({"tiny": tiny}).update()
+    number = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?")
+    sentences = re.split(r"(?<=\.)\s+(?=[A-Z*])", summary)
+    assert len(sentences) >= 4
+    for sentence in sentences:
+        assert len(number.findall(sentence)) <= 3, sentence
 
 
 # ---------------------------------------------------------------------------

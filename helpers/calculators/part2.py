@@ -361,12 +361,13 @@ def render_kv_pool(
     ax.set_ylim(0, 75)
     ax.legend(loc="upper left", fontsize=plots.SMALL)
     peak = n_gpus * device.flops("bf16")
-    return (
+    return (  # at most three numbers a sentence
         f"**Hit rate {hit:.1%}** of prompt tokens (ceiling {ceiling:.1%}). The pool holds "
-        f"{capacity / 1e6:,.2f} M tokens ({math.floor(capacity / block_tokens):,} blocks of "
-        f"{block_tokens}); the trace references {sd.distinct_blocks * block_tokens / 1e6:,.1f} M "
-        f"distinct tokens. **Prefill saved: {saved / total:.1%}** of {total / 1e18:,.1f} EFLOP, "
-        f"{saved / peak:,.0f} s of {n_gpus} x {device.name} at peak bf16."
+        f"{capacity / 1e6:,.2f} M tokens, {math.floor(capacity / block_tokens):,} blocks of "
+        f"{block_tokens}. The trace references {sd.distinct_blocks * block_tokens / 1e6:,.1f} M "
+        f"distinct tokens. **Prefill saved: {saved / total:.1%}** of the trace's "
+        f"{total / 1e18:,.1f} EFLOP. At peak bf16 that is {saved / peak:,.0f} s of "
+        f"{n_gpus} x {device.name}."
     )
 
 
