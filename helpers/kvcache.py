@@ -209,7 +209,8 @@ def reuse_bandwidth_threshold(
         (the paper gives ``a = 4, b = 22`` for LLaMA3-70B). By default the
         FLOP come from :func:`helpers.llm.prefill_cost` for the model's config.
     overlap : float
-        Factor (>= 1) for imperfectly overlapped stages.
+        Congestion/overlap factor (>= 1): imperfectly overlapped stages and a
+        congested network, e.g. :func:`congestion_factor` of Mooncake's Fig. 13.
     efficiency : float
         Achieved share of the line rate, in (0, 1].
     """
