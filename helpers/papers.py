@@ -139,10 +139,12 @@ __all__ = [
     "MOONCAKE_FIG10_NODES",
     "MOONCAKE_FIG10_PREFILL_TIME_RATIO",
     "MOONCAKE_FIG12_TRANSFER_ENGINE",
+    "MOONCAKE_FIG13_TTFT_KNEE",
     "MOONCAKE_FIG15_BEST_PD_RATIO",
     "MOONCAKE_FIG9_LOCAL_TOKENS",
     "MOONCAKE_FIG9_NEAR_MAX_TOKENS",
     "MOONCAKE_FIG9_SHARE_AT_3M",
+    "MOONCAKE_NODE_GPUS",
     "MOONCAKE_TABLE2",
     "MOONCAKE_TBT_SLOS_S",
     "MOVED",
@@ -182,3 +184,20 @@ __all__ += [
     "FLASHMLA_H800_THROTTLED_PEAK_FLOPS",
     "MOONCAKE_TABLE1_H2D_BANDWIDTH",
 ]
+MOONCAKE_FIG13_TTFT_KNEE = 100e9 / 8
+"""Mooncake FAST'25, section 5.4.2 and Fig. 13: on the synthetic workload, time to first token
+degrades sharply once the network bandwidth falls below about 100 Gb/s (12.5 GB/s, the value here,
+in bytes/s). The paper attributes the knee to "evident network congestion, as demonstrated by the
+substantial divergence between actual and theoretical transfer times". Read off the figure by the
+authors of this book, on the paper's 8 x A800 testbed."""
+
+MOONCAKE_NODE_GPUS: Mapping[str, str] = MappingProxyType(
+    {
+        "4 x 200 Gb/s RDMA NICs": "a800",
+        "8 x 400 Gb/s RDMA NICs": "h800",
+    }
+)
+"""The GPU of the node type each :data:`MOONCAKE_FIG12_TRANSFER_ENGINE` network belongs to
+(accelerator names of :mod:`helpers.hardware`). Mooncake FAST'25 pairs "each A800 GPU ... with a
+100/200 Gbps NIC, and each H800 GPU ... with a 200/400 Gbps NIC" (section 3.2.3), and its A800
+testbed has 4 x 200 Gb/s per node (section 5.1)."""

@@ -54,6 +54,33 @@ LINESTYLES = (
 )
 """Line style paired with each colour of :data:`PALETTE`, so that series also differ without colour."""
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+"""Marker paired with each colour of :data:`PALETTE` and line style of :data:`LINESTYLES`: a series
+reads in greyscale by its line style and its marker (:func:`series_style`)."""
+
+
+def series_style(index: int, *, points: int | None = None) -> dict[str, Any]:
+    """Colour, line style and marker of the ``index``-th series (keyword arguments for ``ax.plot``).
+
+    Series ``i`` and ``j < len(PALETTE)`` apart differ in all three, so a figure reads in greyscale
+    and on a phone. With ``points`` (the number of points the series draws) the marker is put on
+    about a dozen of them (``markevery``), staggered by ``index`` so markers of two series that
+    run together do not sit on each other.
+    """
+    i = _validate.non_negative_int("index", index)
+    style: dict[str, Any] = {
+        "color": PALETTE[i % len(PALETTE)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
+        "markersize": 5,
+    }
+    if points is not None:
+        n = _validate.positive_int("points", points)
+        step = max(1, n // 12)
+        style["markevery"] = ((i * max(1, step // 3)) % step, step)
+    return style
+
+
 STYLE: dict[str, Any] = {
     "figure.figsize": (7.0, 4.2),
     "figure.dpi": 100,
@@ -134,7 +161,7 @@ def roofline_plot(
         fig = ax.figure  # type: ignore[assignment]
         ax.clear()
     x = np.geomspace(lo, hi, 400)
-    drawn = []
+    drawn: list[tuple[Accelerator, str]] = []
     for device in accs:
         for dtype in dtypes:
             if dtype not in device.peak_flops:
@@ -143,6 +170,7 @@ def roofline_plot(
                 x,
                 attainable_flops(x, device, dtype=dtype),
                 label=f"{device.name} {dtype}",
+                **series_style(len(drawn), points=len(x)),
             )
             ridge = ridge_point(device, dtype=dtype)
             ax.plot([ridge], [device.flops(dtype)], "o", color=line.get_color(), ms=4)
@@ -164,7 +192,7 @@ def roofline_plot(
             )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (FLOP/s)")
-    ax.legend(fontsize=SMALL)
+    ax.legend(fontsize=SMALL, loc="lower right")  # under the roofs: no data there
     return fig, ax
 
 
@@ -275,12 +303,33 @@ def draw_sweep(
             lw=0,
             label=label,
         )
-    ax.loglog(b, sweep.seconds, color="C0", ls="-", lw=2, label="step time")
+    every = max(1, len(b) // 12)
+    ax.loglog(
+        b,
+        sweep.seconds,
+        color="C0",
+        ls="-",
+        lw=2,
+        marker="o",
+        ms=4,
+        markevery=every,
+        label="step time",
+    )
     ax.set_xlabel("batch (samples or tokens per step)")
     ax.set_ylabel("step time (s)", color="C0")
     ax.set_xlim(b[0], b[-1])
     twin = ax.twinx()
-    twin.loglog(b, sweep.throughput, color="C3", ls="-.", lw=2, label="throughput")
+    twin.loglog(
+        b,
+        sweep.throughput,
+        color="C3",
+        ls="-.",
+        lw=2,
+        marker="s",
+        ms=4,
+        markevery=every,
+        label="throughput",
+    )
     twin.set_ylabel("throughput (samples/s)", color="C3")
     twin.grid(False)
     ax.set_ylim(*_decade_limits(sweep.seconds))

@@ -103,6 +103,14 @@ def test_transfer_or_recompute_default():
     assert "fetch 172 ms" in summary and "2.15 GB of KV cache" in summary
 
 
+def test_transfer_or_recompute_names_the_hardware_ratio_mu_p_over_w_link():
+    """The compute-bound rule compares mu P / W_link (FLOP per link byte: 0.7 x 312e12 / 12.5e9 =
+    17,472) with c(n) d; it is not F/B, which the notation table reserves for an intensity."""
+    summary = cs.transfer_or_recompute().update()
+    assert "$\\mu P/W_\\text{link}$ = 17,472 FLOP per link byte" in summary
+    assert "F/B" not in summary
+
+
 def test_transfer_or_recompute_window_at_peak():
     """One H100 at peak behind 100 GbE: recomputing wins only between 95 and 108,895 tokens
     (Chapter 7's figure), and fetching for good from 108,896."""

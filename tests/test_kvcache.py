@@ -646,3 +646,46 @@ def test_hidden_size_rule_by_hand():
         kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=0.0)
     with pytest.raises(ValueError, match="n_links"):
         kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", n_links=0)
+
+
+def test_congestion_factor_of_fig13_by_hand():
+    """Mooncake Fig. 13's knee, 100 Gb/s = 12.5 GB/s, over Eq. 2 on 8 x A800 (8 x 312 TFLOP/s)
+    at 8,192 tokens with a = 4, b = 22: Eq. 1 gives 80 x 26 x 8192^3 FLOP and the cache holds
+    8192 x 327,680 bytes, so the floor is 5.859 GB/s and the factor 12.5 / 5.859 = 2.13."""
+    n = 8192
+    floor = n * 327_680 * 8 * 312e12 / (80 * 26 * n**3)
+    assert_allclose(floor / 1e9, 5.859, rtol=1e-3)
+    factor = kvcache.congestion_factor(
+        papers.MOONCAKE_FIG13_TTFT_KNEE, "llama-3-70b", n, 8 * 312e12
+    )
+    assert_allclose(factor, 12.5e9 / floor)
+    assert_allclose(factor, 2.13, atol=0.005)
+    # the H800 margin of the chapter: 18.58 x 2.13 / 0.475 = 83.5 GB/s of the 400 GB/s line rate
+    h800 = reuse_bandwidth_threshold(
+        "llama-3-70b",
+        n,
+        8 * 989.4e12,
+        coefficients=(4.0, 22.0),
+        overlap=factor,
+        efficiency=0.475,
+    )
+    assert_allclose(h800 / 1e9, 83.5, rtol=2e-3)
+    assert 4.7 < 400e9 / h800 < 4.9
+
+
+def test_congestion_factor_rejects_bad_input():
+    """A knee that is not a positive bandwidth names its parameter."""
+    with pytest.raises(ValueError, match="knee_bandwidth"):
+        kvcache.congestion_factor(0.0, "llama-3-70b", 8192, 8 * 312e12)
+    with pytest.raises(ValueError, match="prefix_tokens"):
+        kvcache.congestion_factor(12.5e9, "llama-3-70b", 0, 8 * 312e12)
+
+
+def test_mooncake_node_types_pair_each_network_with_its_gpu():
+    """Every Fig. 12 network belongs to one node type (A800: 4 x 200 Gb/s, H800: 8 x 400 Gb/s)."""
+    setups = [t.setup for t in papers.MOONCAKE_FIG12_TRANSFER_ENGINE]
+    assert list(papers.MOONCAKE_NODE_GPUS) == setups
+    assert [get_accelerator(g).name for g in papers.MOONCAKE_NODE_GPUS.values()] == [
+        get_accelerator("a800").name,
+        get_accelerator("h800").name,
+    ]

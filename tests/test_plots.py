@@ -95,7 +95,9 @@ def test_roofline_line_is_the_model():
     assert_allclose(y, np.minimum(65e12, 320e9 * x))
     assert_allclose(y.max(), t4.flops("fp16"))
     # a ridge marker at (203.125, 65e12)
-    markers = [l for l in ax.get_lines() if l.get_marker() == "o"]
+    markers = [
+        l for l in ax.get_lines() if l.get_marker() == "o" and len(l.get_xdata()) == 1
+    ]
     assert len(markers) == 1
     assert_allclose(markers[0].get_xdata(), [ridge_point("T4")])
 
@@ -372,3 +374,119 @@ def test_text_in_the_helpers_figures_is_at_least_9_points():
         ]
         assert small == [], f"text below 9 pt: {small[:5]}"
         plt.close(fig)
+
+
+def _series_of(fig):
+    """Every labelled Line2D of a figure, axes by axes (twins included)."""
+    return [
+        (ax, line)
+        for ax in fig.axes
+        for line in ax.get_lines()
+        if not line.get_label().startswith("_")
+    ]
+
+
+def _has_marker(line):
+    return line.get_marker() not in (None, "", " ", "None", "none")
+
+
+def _helper_figures():
+    """One figure from each drawing function of helpers.plots, by name."""
+    figures = {}
+    fig, ax = plots.roofline_plot(["T4", "A100", "H100"], "fp16", points={"a": 1.0})
+    plots.mark_ops(ax, {"b": 10.0, "c": 100.0}, "T4")
+    plots.label_ridges(ax, ["T4", "A100", "H100"])
+    figures["roofline_plot"] = fig
+    sweep = batching.linear_sweep([1, 16, 256, 4096], 4096, 4096, "t4", overhead=5e-6)
+    fig, ax = plots.new_figure()
+    plots.draw_sweep(ax, sweep, knee=100.0, mark=16)
+    figures["draw_sweep"] = fig
+    fig, ax = plots.new_figure()
+    plots.draw_resnet50(ax, 8, "T4")
+    figures["draw_resnet50"] = fig
+    from helpers import published, validation
+
+    fig, ax = plots.new_figure()
+    plots.draw_speed_ratios(
+        ax, {kind: validation.compare(kind) for kind in published.KINDS}
+    )
+    figures["draw_speed_ratios"] = fig
+    return figures
+
+
+def test_every_helper_figure_is_drawn_by_this_test():
+    """Each public drawing function of helpers.plots (draw_* and *_plot) is in _helper_figures, so a
+    new one cannot skip the greyscale check below."""
+    drawing = {
+        name
+        for name in dir(plots)
+        if callable(getattr(plots, name))
+        and (name.startswith("draw_") or name.endswith("_plot"))
+    }
+    assert drawing == set(_helper_figures())
+    plt.close("all")
+
+
+def test_every_series_reads_in_greyscale():
+    """Every labelled line series of every helpers.plots figure has a marker, or a line style other
+    than the default solid one, and no two series of a figure share line style, marker and fill (so
+    colour is never the only difference); scatter series differ in marker shape or fill."""
+    for name, fig in _helper_figures().items():
+        series = _series_of(fig)
+        keys = []
+        for _, line in series:
+            assert _has_marker(line) or line.get_linestyle() not in ("-", "None"), (
+                name,
+                line.get_label(),
+            )
+            keys.append(
+                (
+                    str(line.get_linestyle()),
+                    str(line.get_marker()),
+                    line.get_fillstyle(),
+                )
+            )
+        assert len(set(keys)) == len(keys), (name, keys)
+        scatters = [
+            c
+            for ax in fig.axes
+            for c in ax.collections
+            if isinstance(c, matplotlib.collections.PathCollection)
+            and not c.get_label().startswith("_")
+        ]
+        looks = {
+            (len(c.get_paths()[0].vertices), bool(len(c.get_facecolors())))
+            for c in scatters
+        }
+        assert len(looks) == len(scatters), name
+        plt.close(fig)
+
+
+def test_series_style_pairs_colour_line_style_and_marker():
+    """series_style(i): the i-th palette colour, line style and marker; markevery staggered by i."""
+    first, second = plots.series_style(0), plots.series_style(1)
+    assert first["color"] == plots.PALETTE[0] and first["marker"] == "o"
+    assert len({str(plots.series_style(i)["linestyle"]) for i in range(7)}) == 7
+    assert len({plots.series_style(i)["marker"] for i in range(7)}) == 7
+    assert second["linestyle"] != first["linestyle"]
+    a, b = plots.series_style(0, points=120), plots.series_style(1, points=120)
+    assert a["markevery"] == (0, 10) and b["markevery"] == (3, 10)
+    assert plots.series_style(7)["marker"] == "o"  # the cycle repeats
+    with pytest.raises(ValueError, match="index"):
+        plots.series_style(-1)
+    with pytest.raises(ValueError, match="points"):
+        plots.series_style(0, points=0)
+
+
+def test_the_greyscale_check_can_fail():
+    """Two solid, marker-less lines in one axes fail the check used above."""
+    fig, ax = plots.new_figure()
+    ax.plot([1, 2], [1, 2], "-", label="a")
+    ax.plot([1, 2], [2, 3], "-", label="b")
+    keys = [
+        (str(line.get_linestyle()), str(line.get_marker()))
+        for _, line in _series_of(fig)
+    ]
+    assert not all(_has_marker(line) for _, line in _series_of(fig))
+    assert len(set(keys)) < len(keys)
+    plt.close(fig)

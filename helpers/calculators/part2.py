@@ -235,9 +235,21 @@ def render_transfer_or_recompute(
     ax.loglog(
         lengths,
         recompute,
+        "-",
+        marker="o",
+        markevery=6,
+        ms=4,
         label=f"recompute: prefill on {n_gpus} x {device.name} at {mfu:.0%} MFU",
     )
-    ax.loglog(lengths, fetch, label=f"fetch: {n_links} x {chosen.name}")
+    ax.loglog(
+        lengths,
+        fetch,
+        "--",
+        marker="s",
+        markevery=6,
+        ms=4,
+        label=f"fetch: {n_links} x {chosen.name}",
+    )
     ax.plot([tokens, tokens], [result.recompute_s, result.transfer_s], "ko", ms=4)
     window = kvcache.recompute_window(
         model, device, chosen, max_tokens=TRANSFER_MAX_TOKENS, **options
@@ -278,12 +290,13 @@ def render_transfer_or_recompute(
     c_n = kvcache.hidden_size_constant(m, dtype=dtype, tokens=tokens)
     return (
         f"**{result.verdict.capitalize()}** is {result.speedup:,.1f}x faster for a {tokens:,}-token "
-        f"prefix ({dtype}): recompute {format_si(result.recompute_s, 's')}, fetch "
+        f"prefix ({dtype}). Times: recompute {format_si(result.recompute_s, 's')}, fetch "
         f"{format_si(result.transfer_s, 's')} "
         f"({format_si(llm.kv_cache_bytes(m, tokens, dtype=dtype), 'B')} of KV cache). "
         f"Fetching wins above {format_si(result.threshold_bandwidth, 'B/s')} of link bandwidth; "
-        f"you have {format_si(n_links * chosen.bandwidth, 'B/s')}. Compute-bound rule: $F/B$ = "
-        f"{flops_per_link_byte:,.0f} vs $c(n)\\,d$ = {c_n * m.d_model:,.0f} FLOP/byte. "
+        f"you have {format_si(n_links * chosen.bandwidth, 'B/s')}. Compute-bound rule: "
+        f"$\\mu P/W_\\text{{link}}$ = {flops_per_link_byte:,.0f} FLOP per link byte against "
+        f"$c(n)\\,d$ = {c_n * m.d_model:,.0f} FLOP per KV byte. "
         f"Over prefix lengths, {where}.{fits}"
     )
 
