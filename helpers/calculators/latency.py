@@ -77,6 +77,7 @@ def render_latency_targets(
     ax.axhline(tbt_ms, color="C3", linestyle="--", label=f"TBT target {tbt_ms:g} ms")
     ax.set_xlabel("chunk (tokens)")
     ax.set_ylabel("step time (ms)")
+    plots.plain_log_ticks(ax)
     ax.legend(loc="upper left", fontsize=plots.SMALL)
     within = [c for c, t in zip(chunks, steps) if t <= tbt_s]
     prefill = inference.prefill_time(model, prompt, device, **opts)
@@ -91,7 +92,7 @@ def render_latency_targets(
     )
     if not within:
         chunked = (
-            "no chunk drawn keeps the step within the target"
+            "No chunk drawn keeps the step within the target"
             f" (decode alone takes {alone * 1e3:.1f} ms)"
         )
     else:
@@ -109,12 +110,12 @@ def render_latency_targets(
             for start in range(0, prompt, best)
         )
         chunked = (
-            f"the largest chunk drawn that keeps the step within it is **{best:,} tokens**, "
-            f"and the prompt then takes {total:.2f} s of steps to prefill"
+            f"The largest chunk drawn that keeps the step within the target is **{best:,} tokens**; "
+            f"the prompt then takes {total:.2f} s of steps to prefill"
         )
     return (
         f"{decode.batch} sequences decode within {tbt_ms:g} ms at {context:,} tokens "
-        f"(limited by {decode.limited_by}); {chunked}. {queue}"
+        f"(limited by {decode.limited_by}). {chunked}. {queue}"
     )
 
 
