@@ -42,6 +42,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   all-reduce, all-gather, reduce-scatter, all-to-all over the catalog's links
 * :mod:`helpers.serving` -- serving under TTFT and TBT targets: a decode
   step with a prefill chunk, goodput, the prefill-to-decode ratio
+* :mod:`helpers.queueing` -- DistServe's M/D/1 queue in front of a prefill
+  instance: the mean wait, and the utilisation a TTFT target allows
 * :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
@@ -103,6 +105,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "kv_formats",
         "inference",
         "serving",
+        "queueing",
         "parallel",
         "multigpu",
         "kvcache",

@@ -201,3 +201,22 @@ MOONCAKE_NODE_GPUS: Mapping[str, str] = MappingProxyType(
 (accelerator names of :mod:`helpers.hardware`). Mooncake FAST'25 pairs "each A800 GPU ... with a
 100/200 Gbps NIC, and each H800 GPU ... with a 200/400 Gbps NIC" (section 3.2.3), and its A800
 testbed has 4 x 200 Gb/s per node (section 5.1)."""
+DISTSERVE_FIG1_GOODPUT: Mapping[str, float] = MappingProxyType(
+    {
+        "prompt_tokens": 512,
+        "output_tokens": 64,
+        "ttft_slo_s": 0.4,
+        "tpot_slo_s": 0.04,
+        "colocated_rps": 1.6,
+        "prefill_only_rps": 5.6,
+        "decode_only_rps": 10.0,
+    }
+)
+"""DistServe OSDI'24 (Zhong et al., zhong2024distserve), §1 and Fig. 1: a 13B model on one
+NVIDIA A100 80GB, synthetic requests of 512 prompt and 64 output tokens (Poisson arrivals),
+targets P90 TTFT 0.4 s and P90 TPOT 0.04 s. The largest request rate per GPU that meets both is
+about 1.6 req/s co-located; one GPU serving only prefill meets the TTFT target up to about
+5.6 req/s, one serving only decode meets the TPOT target up to about 10 req/s, so two prefill
+GPUs and one decode GPU serve 10 req/s, 3.3 per GPU (2.1x). Measured by the paper's authors."""
+
+__all__ += ["DISTSERVE_FIG1_GOODPUT"]

@@ -8,6 +8,10 @@ DistServe, OSDI'24; Qin et al., Mooncake, FAST'25):
 * **TBT**, time between tokens (also called TPOT): the duration of each
   decode step the request's sequence takes part in.
 
+Speculative decoding changes the TBT arithmetic: one verify step emits
+several tokens on average (:func:`speculative_tokens_per_step`,
+:func:`speculative_step`).
+
 A request counts only if both meet their targets; *goodput* is the rate of
 such requests (DistServe's term; Mooncake's "effective request capacity" is
 the same count as a share of all requests).
@@ -167,6 +171,71 @@ def colocated_step_time(
     ).seconds
 
 
+def speculative_tokens_per_step(acceptance: float, drafted: int) -> float:
+    """Mean tokens a speculative-decoding step emits: ``(1 - a**(k + 1)) / (1 - a)``.
+
+    A draft proposes ``k = drafted`` tokens; the target model verifies them in
+    one step, keeps the longest accepted prefix and adds one token of its own.
+    With each drafted token accepted independently with probability ``a``,
+    the mean number emitted is ``1 + a + ... + a**k`` (Leviathan et al.,
+    "Fast Inference from Transformers via Speculative Decoding", ICML'23,
+    Eq. 1). ``drafted = 0`` is plain decoding (1 token).
+
+    Parameters
+    ----------
+    acceptance : float
+        ``a``, the chance that one drafted token is accepted, in [0, 1].
+    drafted : int
+        ``k``, drafted tokens verified per step (>= 0).
+
+    Examples
+    --------
+    >>> round(speculative_tokens_per_step(0.8, 4), 3)
+    3.362
+    """
+    a = _validate.non_negative("acceptance", acceptance)
+    if a > 1:
+        raise ValueError(f"acceptance must be in [0, 1], got {a}")
+    k = _validate.non_negative_int("drafted", drafted)
+    if a == 1:
+        return float(k + 1)
+    return (1 - a ** (k + 1)) / (1 - a)
+
+
+def speculative_step(
+    model: str | ModelConfig,
+    context: int,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    drafted: int,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+    link: str | Link | None = AUTO,
+) -> TimeBreakdown:
+    """Roofline bound of the target model's verify step: ``batch`` sequences, ``drafted + 1`` query tokens each.
+
+    :func:`helpers.llm.decode_cost` with ``query_tokens = drafted + 1``: the
+    FLOP grow with the query tokens, the weights and each sequence's KV cache
+    are still read once. The draft model's own time is left out (it is small
+    for a draft head or a much smaller model, but not zero). On
+    ``n_gpus > 1`` the step pays the tensor-parallel all-reduces of its
+    ``batch * (drafted + 1)`` tokens (:func:`helpers.inference.tp_allreduce_time`).
+    ``drafted = 0`` is :func:`helpers.inference.decode_step`'s plain step.
+    Divide by :func:`speculative_tokens_per_step` for the mean time between tokens.
+    """
+    drafted = _validate.non_negative_int("drafted", drafted)
+    cost = decode_cost(
+        model, context, batch=batch, dtype=dtype, query_tokens=drafted + 1
+    )
+    comm = tp_allreduce_time(
+        model, batch * (drafted + 1), acc, n_gpus=n_gpus, dtype=dtype, link=link
+    )
+    parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
+    return _with_comm(parts, comm)
+
+
 @dataclass(frozen=True)
 class Goodput:
     """Requests that met both latency targets.
@@ -306,6 +375,8 @@ __all__ = [
     "colocated_step_time",
     "goodput",
     "pd_ratio",
+    "speculative_step",
+    "speculative_tokens_per_step",
 ]
 
 __getattr__ = forwarder(

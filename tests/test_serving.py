@@ -132,3 +132,54 @@ def test_colocated_step_pays_tp_allreduces_of_its_tokens():
 
     step = serving.colocated_step(MODEL, 4096, "h100", batch=64, chunk=512, n_gpus=8)
     assert step.comm_s == inference.tp_allreduce_time(MODEL, 576, "h100", n_gpus=8)
+
+
+def test_speculative_tokens_per_step_by_hand():
+    """Leviathan et al. Eq. 1, by hand: a = 0.5 gives 1.5 tokens for one draft, 1.75 for two;
+    nothing accepted gives 1; everything accepted gives k + 1; no draft is plain decoding."""
+    assert serving.speculative_tokens_per_step(0.5, 1) == pytest.approx(1.5)
+    assert serving.speculative_tokens_per_step(0.5, 2) == pytest.approx(1.75)
+    assert serving.speculative_tokens_per_step(0.0, 4) == 1.0
+    assert serving.speculative_tokens_per_step(1.0, 3) == 4.0
+    assert serving.speculative_tokens_per_step(0.8, 0) == pytest.approx(1.0)
+
+
+@given(st.floats(min_value=0.0, max_value=0.99), st.integers(min_value=0, max_value=50))
+def test_speculative_tokens_grow_with_the_draft_and_stay_below_the_limit(a, k):
+    """Property: one more drafted token never lowers the mean, and the mean stays below 1 / (1 - a)."""
+    now = serving.speculative_tokens_per_step(a, k)
+    assert serving.speculative_tokens_per_step(a, k + 1) >= now >= 1
+    assert now <= 1 / (1 - a) + 1e-9
+
+
+@pytest.mark.parametrize(
+    "acceptance, drafted, name",
+    [(-0.1, 2, "acceptance"), (1.5, 2, "acceptance"), (0.5, -1, "drafted")],
+)
+def test_speculative_bad_input_names_the_parameter(acceptance, drafted, name):
+    """An acceptance outside [0, 1] or a negative draft raises ValueError naming it."""
+    with pytest.raises(ValueError, match=name):
+        serving.speculative_tokens_per_step(acceptance, drafted)
+
+
+def test_speculative_step_with_no_draft_is_a_decode_step():
+    """drafted = 0 is inference.decode_step_time, all-reduces included on 8 GPUs."""
+    assert serving.speculative_step(
+        MODEL, 4096, ACC, batch=64, drafted=0, n_gpus=8
+    ).seconds == pytest.approx(
+        inference.decode_step_time(MODEL, 4096, ACC, batch=64, n_gpus=8)
+    )
+
+
+def test_speculative_step_reads_the_weights_once():
+    """Verifying k + 1 query tokens multiplies the FLOP about (k + 1)-fold, the bytes hardly at all."""
+    one = serving.speculative_step(
+        MODEL, 4096, ACC, batch=64, drafted=0, n_gpus=8, link=None
+    )
+    five = serving.speculative_step(
+        MODEL, 4096, ACC, batch=64, drafted=4, n_gpus=8, link=None
+    )
+    assert five.compute_s / one.compute_s == pytest.approx(5, rel=0.02)
+    assert five.memory_s / one.memory_s == pytest.approx(1, abs=0.01)
+    with pytest.raises(ValueError, match="drafted"):
+        serving.speculative_step(MODEL, 4096, ACC, batch=64, drafted=-1, n_gpus=8)

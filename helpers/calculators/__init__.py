@@ -40,6 +40,11 @@ Part II (serving a transformer), in ``helpers.calculators.part2``:
 * :func:`~helpers.calculators.part2.kv_tiers` (chapter 11) -- a tiered KV cache, fetch or compute per
   part of a prompt.
 
+Latency targets, in ``helpers.calculators.latency``:
+
+* :func:`~helpers.calculators.latency.latency_targets` (chapter 8) -- a decode step carrying a prompt's
+  last chunk against the chunk size, and the prefill utilisation a TTFT target allows.
+
 Many GPUs, in ``helpers.calculators.many_gpus``:
 
 * :func:`~helpers.calculators.many_gpus.parallelism` (chapter 12) -- what tensor or context
@@ -56,6 +61,8 @@ accelerator control is keyed ``acc`` in every calculator.
 
 from .kernel_terms import *  # noqa: F403
 from .kernel_terms import __all__ as _kernel_terms
+from .latency import *  # noqa: F403
+from .latency import __all__ as _latency
 from .many_gpus import *  # noqa: F403
 from .many_gpus import __all__ as _many_gpus
 from .part1 import *  # noqa: F403
@@ -63,4 +70,4 @@ from .part1 import __all__ as _part1
 from .part2 import *  # noqa: F403
 from .part2 import __all__ as _part2
 
-__all__ = [*_part1, *_kernel_terms, *_part2, *_many_gpus]
+__all__ = [*_part1, *_kernel_terms, *_part2, *_latency, *_many_gpus]

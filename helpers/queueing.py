@@ -1,0 +1,87 @@
+"""Queueing in front of a prefill instance: the M/D/1 wait that a TTFT target leaves room for.
+
+DistServe (Zhong et al., OSDI'24, §3.1, Eq. 1) models a prefill instance as an
+M/D/1 queue: requests arrive at random (Poisson, rate ``R``), each takes the
+same service time ``D`` (uniform prompts, no batching, first come first
+served), one server. The mean time to first token is the service time plus
+the mean wait,
+
+    TTFT = D + R D^2 / (2 (1 - R D)) = D + rho D / (2 (1 - rho)),
+
+with ``rho = R D`` the instance's utilisation (the Pollaczek-Khinchine
+formula with a service time of zero variance). The wait grows without bound
+as ``rho -> 1``, so a TTFT target caps how busy a prefill instance may be.
+
+The formula lives in :func:`md1_mean_wait`; :func:`md1_max_utilisation`
+inverts it for a target. Units: seconds; utilisations are fractions.
+"""
+
+from __future__ import annotations
+
+from . import _validate
+
+
+def md1_mean_wait(service_s: float, utilisation: float) -> float:
+    """Mean seconds a request waits in an M/D/1 queue before its service starts.
+
+    ``W = rho * D / (2 (1 - rho))`` (DistServe, OSDI'24, §3.1, Eq. 1, whose
+    second term is ``R D^2 / (2 (1 - R D))`` with ``rho = R D``). The mean TTFT
+    of a prefill instance is ``service_s + md1_mean_wait(service_s, rho)``.
+
+    Parameters
+    ----------
+    service_s : float
+        Service time of every request, seconds (> 0): one prompt's prefill.
+    utilisation : float
+        ``rho``, arrival rate times service time, in [0, 1). At 1 and above
+        the queue grows without bound, and this raises ``ValueError``.
+
+    Returns
+    -------
+    float
+        Mean wait in seconds (0 at ``rho = 0``).
+
+    Examples
+    --------
+    At half load a request waits half a service time on average:
+
+    >>> md1_mean_wait(0.2, 0.5)
+    0.1
+    """
+    service_s = _validate.positive("service_s", service_s)
+    rho = _validate.fraction_below_one("utilisation", utilisation)
+    return rho * service_s / (2 * (1 - rho))
+
+
+def md1_max_utilisation(service_s: float, ttft_target_s: float) -> float:
+    """Highest utilisation at which an M/D/1 prefill instance's mean TTFT meets ``ttft_target_s``.
+
+    Solves ``D + md1_mean_wait(D, rho) = T`` for ``rho``:
+    ``rho = 2 (T - D) / (2 T - D)``. It is 0 when the target equals the
+    service time (no room to wait) and tends to 1 as the target grows.
+
+    Parameters
+    ----------
+    service_s : float
+        ``D``, seconds of one prompt's prefill (> 0).
+    ttft_target_s : float
+        ``T``, the mean TTFT allowed, seconds (>= ``service_s``).
+
+    Examples
+    --------
+    A target of twice the service time allows two-thirds load:
+
+    >>> round(md1_max_utilisation(0.2, 0.4), 4)
+    0.6667
+    """
+    service_s = _validate.positive("service_s", service_s)
+    ttft_target_s = _validate.positive("ttft_target_s", ttft_target_s)
+    if ttft_target_s < service_s:
+        raise ValueError(
+            f"ttft_target_s must be at least service_s ({service_s} s): "
+            f"no load meets a target below one prefill, got {ttft_target_s}"
+        )
+    return 2 * (ttft_target_s - service_s) / (2 * ttft_target_s - service_s)
+
+
+__all__ = ["md1_max_utilisation", "md1_mean_wait"]

@@ -1,0 +1,74 @@
+"""Tests for :mod:`helpers.calculators.latency`: chapter 8's calculator wires serving and queueing to its controls."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from helpers import inference, plots, queueing, serving
+from helpers.calculators import latency as cl
+
+
+@pytest.fixture
+def ax():
+    fig, axes = plots.new_figure()
+    yield axes
+    plots.plt.close(fig)
+
+
+def test_every_render_argument_has_a_control():
+    """The builder's controls are exactly render_latency_targets's arguments after ax."""
+    wanted = list(inspect.signature(cl.render_latency_targets).parameters)[1:]
+    assert list(cl.latency_targets().controls) == wanted
+
+
+def test_default_summary_matches_the_chapter(ax):
+    """At the defaults (Chapter 8's A800 example) the batch is 119 and 1,024 tokens is the largest
+    chunk drawn within 100 ms (2,048 tokens take 144 ms, the chapter's table); the 512-token step,
+    42.6 ms, includes the attention over the earlier chunks; the utilisation is
+    queueing.md1_max_utilisation of the whole prompt's prefill."""
+    values = cl.latency_targets().values()
+    text = cl.render_latency_targets(ax, **values)
+    assert text.startswith("119 sequences")
+    assert "**1,024 tokens**" in text
+    step = serving.colocated_step_time(
+        "llama-3-70b",
+        12_206,
+        "a800",
+        batch=119,
+        chunk=512,
+        prefix=12_035 - 512,
+        n_gpus=8,
+        link=None,
+    )
+    assert step == pytest.approx(0.0426, abs=5e-4)
+    too_big = serving.colocated_step_time(
+        "llama-3-70b",
+        12_206,
+        "a800",
+        batch=119,
+        chunk=2048,
+        prefix=12_035 - 2048,
+        n_gpus=8,
+        link=None,
+    )
+    assert too_big > 0.1
+    prefill = inference.prefill_time("llama-3-70b", 12_035, "a800", n_gpus=8, link=None)
+    rho = queueing.md1_max_utilisation(prefill, 10.0)
+    assert f"**{rho:.0%} busy**" in text
+
+
+def test_a_target_below_one_prefill_is_said_not_raised(ax):
+    """A TTFT target shorter than the prefill gets a sentence, not a traceback."""
+    values = cl.latency_targets().values() | {"ttft_s": 0.1}
+    assert "no load meets" in cl.render_latency_targets(ax, **values)
+
+
+def test_bad_inputs_name_the_parameter(ax):
+    """An unknown GPU raises KeyError; a prompt of no tokens names the parameter."""
+    values = cl.latency_targets().values()
+    with pytest.raises(KeyError):
+        cl.render_latency_targets(ax, **(values | {"acc": "no such GPU"}))
+    with pytest.raises(ValueError, match="prompt"):
+        cl.render_latency_targets(ax, **(values | {"prompt": 0}))
