@@ -74,3 +74,50 @@ def test_bad_input():
         fusion.resnet50_kernels(fused="yes")
     with pytest.raises(ValueError, match="batch"):
         fusion.resnet50_kernels(0)
+
+
+def test_bytes_saved_by_hand_count():
+    """Per fp16 output element (2 bytes), fusing saves: a BN's read and write (4 bytes) after every
+    conv; a ReLU's (4) after the stem and each block's conv1 and conv2; at each block's end the
+    add's three tensors (6) and the ReLU's (4), less the shortcut the fused conv3 reads (2)."""
+    per_element = {
+        "conv1": 4 + 4,
+        "conv2": 4 + 4,
+        "conv3": 4 + 6 + 4 - 2,
+        "downsample": 4,
+    }
+    expected = 0.0
+    for layer in ops.resnet50_layers()[:-1]:  # every conv; the fc has no BN
+        kind = "conv1" if layer.name == "conv1" else layer.name.rsplit(".", 1)[1]
+        expected += per_element[kind] * layer.c_out * layer.out_size**2
+    assert_allclose(fusion.bytes_saved(), expected)
+    assert_allclose(
+        fusion.bytes_saved() / 1e6, 105.0, atol=0.05
+    )  # Chapter 3, Question 3
+
+
+def test_bytes_saved_grows_with_the_batch_and_doubles_in_fp32():
+    """The saving scales exactly with the batch; fp32 moves twice the bytes of fp16."""
+    one = fusion.bytes_saved(1)
+    assert_allclose(fusion.bytes_saved(64), 64 * one)
+    assert_allclose(fusion.bytes_saved(1, dtype="fp32"), 2 * one)
+
+
+def test_elementwise_tensors_at_batch_64_exceed_the_t4_l2():
+    """At batch 64 over 99 % of the eager elementwise bytes are in tensors larger than the T4's
+    4 MiB L2, so their round trips reach DRAM (Chapter 3, Question 3)."""
+    l2 = 4 * 2**20
+    kernels = [k for k in fusion.resnet50_kernels(64) if not k.matrix]
+    inputs = {"add": 3}  # an add moves three tensors; BN, ReLU and the pools about two
+    big = sum(
+        k.cost.bytes for k in kernels if k.cost.bytes / inputs.get(k.kind, 2) > l2
+    )
+    assert big > 0.99 * fusion.elementwise_bytes(kernels)
+
+
+def test_bytes_saved_bad_input():
+    """batch must be a whole number >= 1, dtype a known one."""
+    with pytest.raises(ValueError, match="batch"):
+        fusion.bytes_saved(0)
+    with pytest.raises((ValueError, KeyError), match="dtype"):
+        fusion.bytes_saved(1, dtype="fp7")
