@@ -156,7 +156,7 @@ def render_two_ceilings(
     units = tensor_units if roof == "tensor" else "vector units"
     ridge = roofline.ridge_point(device, dtype=dtype, roof=roof)
     return (
-        f"**{op}, size {n:,}, {dtype} on {device.name}.** "
+        f"**{op}, size {n:,}, {dtype} on {device.name}**. "
         f"It does {format_si(cost.flops, 'FLOP')} and moves {format_si(cost.bytes, 'B')}: "
         f"intensity {formatting.format_intensity(cost.intensity)} FLOP/byte, against a ridge of "
         f"{ridge:,.0f} on the {units} it runs on.  \n"
@@ -396,7 +396,7 @@ def render_batched_layer(
 
     return (
         f"**{shape}, {width_1} × {width_2}, {dtype} compute, {wdtype or dtype} weights, "
-        f"{device.name}, batch {batch:,}.**  \n"
+        f"{device.name}, batch {batch:,}**.  \n"
         f"*First-order bound* (datasheet ceilings, no GPU beats it): step "
         f"**{format_si(first.seconds[i], 's')}**, **{first.throughput[i]:,.0f} tokens/s**, "
         f"{first.bound[i]}-bound; knee {knee_text(knee)}.  \n"
