@@ -1,12 +1,12 @@
 """Batching: step time, throughput and regime of a layer as the batch grows.
 
 A layer run on a batch of ``b`` samples (or tokens) costs ``flops = f1 b``
-and ``bytes = β0 + β1 b``: the weights (``β0`` bytes) are read once whatever
-the batch, the activations (``β1`` bytes per sample) grow with it (the
+and ``bytes = B0 + B1 b``: the weights (``B0`` bytes) are read once whatever
+the batch, the activations (``B1`` bytes per sample) grow with it (the
 notation of ``appendix/notation.md``). The roofline model
 (:func:`helpers.roofline.roofline_time`) turns that into a step time
 
-    ``t(b) = max(f1 b / P, (β0 + β1 b) / W) + t0``
+    ``t(b) = max(f1 b / P, (B0 + B1 b) / W) + t0``
 
 and three regimes (the ``bound`` of :func:`helpers.roofline.breakdown`):
 
@@ -295,10 +295,10 @@ def overhead_crossover(
     """Size below which a computation is overhead-bound: its roofline time equals ``overhead``.
 
     For FLOP and bytes affine in the size ``n`` (``f0 + f1 n`` and
-    ``β0 + β1 n``: elements of an elementwise op, rows of a linear layer;
+    ``B0 + B1 n``: elements of an elementwise op, rows of a linear layer;
     read off the costs at ``n = 1`` and ``n = 2``, checked at ``n = 4``),
     the compute time reaches ``overhead`` at ``n_c = (overhead P - f0) / f1``
-    and the memory time at ``n_m = (overhead W - β0) / β1``. The time model
+    and the memory time at ``n_m = (overhead W - B0) / B1``. The time model
     (:func:`helpers.roofline.breakdown`) calls a call overhead-bound while
     ``overhead`` exceeds both terms, i.e. below ``min(n_c, n_m)``.
 

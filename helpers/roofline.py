@@ -281,14 +281,14 @@ def crossing_batch(
 ) -> float:
     """Batch at which compute time equals memory time, for FLOP proportional to the batch.
 
-    With ``flops = f1 b`` and ``bytes = β0 + β1 b`` for a batch of ``b``
-    samples (weights ``β0`` bytes read once per step, activations or KV cache
-    ``β1`` bytes per sample; read off the costs at ``b = 1`` and ``b = 2``,
+    With ``flops = f1 b`` and ``bytes = B0 + B1 b`` for a batch of ``b``
+    samples (weights ``B0`` bytes read once per step, activations or KV cache
+    ``B1`` bytes per sample; read off the costs at ``b = 1`` and ``b = 2``,
     checked at ``b = 4``), compute time equals memory time where
-    ``f1 b / (mfu P) = (β0 + β1 b) / W``, i.e. with the effective ridge
+    ``f1 b / (mfu P) = (B0 + B1 b) / W``, i.e. with the effective ridge
     ``I* = mfu P / W``
 
-        ``b* = I* β0 / (f1 - I* β1)``.
+        ``b* = I* B0 / (f1 - I* B1)``.
 
     This is the book's *critical batch* for every layer and step: a linear
     layer (:func:`helpers.ops.critical_batch_size`), an MLP, a convolution,
@@ -311,7 +311,7 @@ def crossing_batch(
     float
         ``b*`` in samples, not rounded. Below 1: compute-bound already at
         batch 1 (``0.0`` when nothing is read once per step); ``inf`` if the
-        intensity never reaches the ridge (``f1 <= I* β1``: the per-sample
+        intensity never reaches the ridge (``f1 <= I* B1``: the per-sample
         bytes alone are too many per FLOP).
     """
     if not callable(cost_of_batch):
@@ -319,16 +319,19 @@ def crossing_batch(
     mfu = _validate.fraction("mfu", mfu)
     ridge = mfu * ridge_point(acc, dtype=dtype)
     c1, c2, c4 = (cost_of_batch(b) for b in (1, 2, 4))
-    f1, beta1 = c1.flops, c2.bytes - c1.bytes
-    beta0 = c1.bytes - beta1
+    f1, per_sample_bytes = c1.flops, c2.bytes - c1.bytes
+    fixed_bytes = c1.bytes - per_sample_bytes
     proportional = all(
         math.isclose(c.flops, k * f1, rel_tol=1e-9) for c, k in ((c2, 2), (c4, 4))
     )
-    if not (proportional and math.isclose(c4.bytes, beta0 + 4 * beta1, rel_tol=1e-9)):
+    if not (
+        proportional
+        and math.isclose(c4.bytes, fixed_bytes + 4 * per_sample_bytes, rel_tol=1e-9)
+    ):
         raise ValueError(
             "cost_of_batch must have flops proportional to the batch and bytes affine in it"
         )
-    slope = f1 - ridge * beta1
+    slope = f1 - ridge * per_sample_bytes
     if slope <= 0:
         return math.inf
-    return max(0.0, ridge * beta0 / slope)
+    return max(0.0, ridge * fixed_bytes / slope)
