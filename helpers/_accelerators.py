@@ -119,15 +119,30 @@ FP4 is not a :data:`DTYPE_BYTES` dtype (half a byte per element), so it is kept
 beside the catalog rather than in ``peak_flops``; Hopper, Ampere and CDNA 3 have none.
 """
 
+DATASHEET_MEMORY: Mapping[str, float] = MappingProxyType(
+    {"T4": 16 * GIB, "L4": 24 * GIB, "A10G": 24 * GIB}
+)
+"""Datasheet memory in bytes ("GB" read as GiB) of the parts whose ``memory_capacity`` differs from it.
+
+These are the GDDR parts with ECC on by default: ECC takes part of the
+memory, so the driver reports less (T4 15,360 MiB of "16 GB"; L4 and A10G
+about 22.5 GiB of "24 GB"), and ``memory_capacity`` stores what the driver
+reports, since that is what a serving engine can allocate. For every other
+entry (HBM parts) the datasheet's figure read as GiB is within about 1 % of
+what the driver reports, and ``memory_capacity`` is that figure.
+"""
+
 _ACCELERATORS: tuple[Accelerator, ...] = (
     Accelerator(
         name="T4",
         peak_flops={"fp32": 8.1 * TERA, "fp16": 65 * TERA, "int8": 130 * TERA},
         memory_bandwidth=320 * GIGA,
-        memory_capacity=16 * GIB,
+        memory_capacity=15_360 * MIB,
         source=_T4_PDF,
         notes=(
-            "Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 "
+            "Memory: what the driver reports with ECC on (the default), 15,360 MiB (nvidia-smi; "
+            "torch's total_memory on Colab is about 15.8e9 B), not the datasheet's 16 GB GDDR6 "
+            "(DATASHEET_MEMORY). Turing: no TF32, BF16 or FP8. 65 TFLOP/s is FP16 tensor-core (mixed precision); FP32 "
             "is 8.1. No sparsity. 40 SMs: the datasheet's 2,560 CUDA cores at 64 per Turing SM "
             "(whitepaper), and 40 x 64 x 2 FLOP x 1.59 GHz = 8.1 TFLOP/s; L2 4 MB (4,096 KB). "
             "Non-tensor FP16 runs at twice FP32 (Turing whitepaper): 16.2."
@@ -295,9 +310,11 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "int8": 242.5 * TERA,
         },
         memory_bandwidth=300 * GIGA,
-        memory_capacity=24 * GIB,
+        memory_capacity=23_034 * MIB,
         source=_L4_PDF,
         notes=(
+            "Memory: what the driver reports with ECC on (the default), 23,034 MiB (nvidia-smi, "
+            "e.g. NVIDIA/TensorRT-LLM issue 2398), not the datasheet's 24 GB (DATASHEET_MEMORY). "
             "Ada, GDDR6. Dense figures (the datasheet's are 2:4-sparse: TF32 120, FP16 242, FP8 "
             "485). 58 SMs: the datasheet's 30.3 TFLOP/s FP32 = 58 SMs x 128 FP32 lanes x 2 FLOP x "
             "2.04 GHz boost (Ada whitepaper: 128 lanes per SM). L2 48 MB (AD104's, not on the "
@@ -320,10 +337,12 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
         name="A10G",
         peak_flops={"fp32": 31.52 * TERA, "fp16": 70 * TERA, "bf16": 70 * TERA},
         memory_bandwidth=600 * GIGA,
-        memory_capacity=24 * GIB,
+        memory_capacity=23_028 * MIB,
         source="https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/",
         notes=(
-            "AWS G5's variant of the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
+            "Memory: what the driver reports with ECC on (the default), 23,028 MiB (nvidia-smi on "
+            "an AWS G5), not the tabulated 24 GB GDDR6 (DATASHEET_MEMORY). AWS G5's variant of "
+            "the A10; neither NVIDIA nor AWS publishes a datasheet. Figures "
             "as tabulated by Baseten (2023); tensor figures dense. Treat as approximate. 72 SMs: "
             "31.52 TFLOP/s FP32 = 72 SMs x 128 lanes x 2 FLOP x 1.71 GHz, as on the A10; L2 6 MB "
             "and non-tensor FP16/BF16 at the FP32 rate, as on every GA102 (GA102 whitepaper). "

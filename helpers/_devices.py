@@ -19,7 +19,7 @@ DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
 TERA = 1e12
 GIGA = 1e9
 GIB = 2**30
-"""Bytes in a gibibyte. Memory capacities are stored as the datasheet's "GB" read as GiB (see :class:`Accelerator`)."""
+"""Bytes in a gibibyte. Memory capacities are what the driver reports (see :class:`Accelerator`)."""
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -45,11 +45,12 @@ class Accelerator:
     memory_bandwidth : float
         Peak memory bandwidth in bytes/s.
     memory_capacity : float
-        Memory size in bytes: the datasheet's "GB" read as GiB (2**30 bytes),
-        since memory parts come in binary sizes. What the driver reports is
-        within about 1 % of it for HBM parts (an 80 GB H100 shows 81,559 MiB)
-        and a few per cent less for GDDR parts with ECC on (the T4); what
-        serving leaves free beyond that is the ``reserve`` of
+        Memory size in bytes, what the driver reports. For HBM parts that is
+        the datasheet's "GB" read as GiB (2**30 bytes), within about 1 % (an
+        80 GB H100 shows 81,559 MiB); for GDDR parts with ECC on (T4, L4,
+        A10G) it is the driver's smaller figure, with the datasheet's in
+        :func:`helpers.hardware.datasheet_memory`. What serving does not give
+        the KV cache beyond that is the ``reserve`` of
         :func:`helpers.inference.max_decode_batch`.
     source : str
         URL of the datasheet (or paper) the figures come from.

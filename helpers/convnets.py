@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import _validate, dispatch, fusion
+from . import _validate, dispatch, fusion, published
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .ops import (
     Cost,
@@ -310,3 +310,36 @@ def resnet50_stream_time(
         batch, acc, dtype=dtype, fused=fused, image_size=image_size
     )
     return dispatch.stream_time(gpu, dispatch_s, kernel_floor_s=kernel_floor_s)
+
+
+def resnet50_published(
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    batch: int = 1,
+    image_size: int = 224,
+) -> dict[str, float]:
+    """Published ResNet-50 inference throughputs (images/s) on ``acc`` for this setting, by framework.
+
+    Read from ``helpers/data/published/resnet50.csv`` (NVIDIA's
+    DeepLearningExamples tables, one row per framework, GPU, precision and
+    batch; see :func:`helpers.published.load`). An empty dict means no
+    published run matches; the model's predictions then stand alone.
+
+    >>> resnet50_published("T4", dtype="fp16", batch=64)["PyTorch"]
+    1165.0
+    """
+    batch = _validate.positive_int("batch", batch)
+    image_size = _validate.positive_int("image_size", image_size)
+    if not isinstance(dtype, str):
+        raise TypeError(f"dtype must be a string, got {type(dtype).__name__}")
+    out: dict[str, float] = {}
+    for point in published.load("resnet50", gpu=get_accelerator(acc).name):
+        if (
+            point.quantity == "throughput"
+            and point.precision == dtype
+            and point.integer("batch") == batch
+            and point.integer("image_size") == image_size
+        ):
+            out[point.setting["framework"]] = point.value
+    return out

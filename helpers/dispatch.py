@@ -6,7 +6,9 @@ while the GPU runs kernel ``i``. A sequence of kernels with GPU times
 ``g_i`` and CPU dispatch times ``d_i`` therefore takes between
 ``max(sum g, sum d)`` (perfect overlap) and ``sum g + sum d`` (none, as for
 one isolated, synchronised call, which is how :func:`helpers.bench.time_fn`
-times). The model's time of one in-order stream is :func:`stream_time`.
+times). :func:`stream_time` is the model's in-order stream: one time in
+that range, not an exact one (it ignores, for one, that the CPU can run
+only a limited number of launches ahead of the GPU).
 When ``sum d > sum g`` the sequence is *overhead-bound*: a larger batch
 (more GPU work per kernel) costs no extra time until the GPU side catches up
 (Horace He, "Making Deep Learning Go Brrrr From First Principles",

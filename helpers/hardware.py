@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from . import _validate
 from ._accelerators import _ACCELERATORS as _ACCELERATORS
 from ._accelerators import _GB200_NVL72_PAGE
+from ._accelerators import DATASHEET_MEMORY as DATASHEET_MEMORY
 from ._accelerators import FP4_DENSE_FLOPS as FP4_DENSE_FLOPS
 from ._accelerators import MIB as MIB
 from ._devices import DTYPE_BYTES as DTYPE_BYTES
@@ -199,6 +200,23 @@ def host_link(acc: str | Accelerator) -> Link:
     return get_link(a.host_link)
 
 
+def datasheet_memory(acc: str | Accelerator) -> float:
+    """The memory the datasheet quotes for ``acc``, in bytes ("GB" read as GiB).
+
+    For the GDDR parts with ECC on by default (T4, L4, A10G) this is more than
+    :attr:`Accelerator.memory_capacity`, which stores what the driver reports
+    (:data:`DATASHEET_MEMORY`); for every other entry the two are the same.
+    Raises ``KeyError`` for a name the catalog does not know.
+
+    >>> datasheet_memory("T4") / GIB, get_accelerator("T4").memory_capacity / GIB
+    (16.0, 15.0)
+    >>> datasheet_memory("H100") == get_accelerator("H100").memory_capacity
+    True
+    """
+    a = get_accelerator(acc)
+    return DATASHEET_MEMORY.get(a.name, a.memory_capacity)
+
+
 def get_link(name: str | Link) -> Link:
     """Look up a link by name or alias (case-insensitive); a :class:`Link` passes through."""
     if isinstance(name, Link):
@@ -242,7 +260,7 @@ def catalog_markdown() -> str:
         )
         memory.append(
             f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} "
-            f"| {acc.memory_capacity / GIB:,.0f} | {ridge} | [datasheet]({acc.source}) |"
+            f"| {acc.memory_capacity / GIB:,.3g} | {ridge} | [datasheet]({acc.source}) |"
         )
     links = [
         "| link | GB/s per direction | latency µs | source |",

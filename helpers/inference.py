@@ -12,10 +12,20 @@ assumptions are added, both stated where used:
   ``link=None`` for the ideal split without communication;
 * a decode batch fits when the weights plus every sequence's KV cache fit in
   the devices' memory less a ``reserve`` fraction (activations, allocator
-  slack, the CUDA context). The default, :data:`RESERVE` = 0.1, matches
-  vLLM's default ``gpu_memory_utilization=0.9`` (Kwon et al. 2023) and is the
-  one used everywhere in the book. Memory capacities are the datasheet's
-  figures read as GiB (see :class:`helpers.hardware.Accelerator`).
+  slack, the CUDA context). The default, :data:`RESERVE` = 0.1, is
+  everything vLLM's default ``gpu_memory_utilization=0.9`` does *not* give to
+  its engine (Kwon et al. 2023): vLLM's 90 % budget holds the weights, its
+  profiled activation peak and its CUDA graphs as well as the KV cache, so
+  ``reserve`` is an upper bound on KV memory, and a real engine's KV pool is
+  smaller by its activation peak. One value is used everywhere in the book.
+  Memory capacities are what the driver reports: the datasheet's figures
+  read as GiB for HBM parts, less for GDDR parts with ECC on (T4, L4, A10G;
+  see :data:`helpers.hardware.DATASHEET_MEMORY`).
+* with ``n_gpus > 1`` every byte of KV cache is stored once across the
+  devices. That holds for MHA/GQA heads sharded by tensor parallelism, and for
+  MLA only with data-parallel attention (each device holds whole sequences);
+  under head-sharded TP an MLA latent is replicated on every device, which
+  divides the batch that fits by ``n_gpus``.
 
 Calling convention (as everywhere in :mod:`helpers`): what is computed on
 (``model``), how big (``tokens`` or ``context``), where (``acc``), then
@@ -47,10 +57,11 @@ from .llm import (
     weight_bytes,
     weights_read_bytes,
 )
+from .published import PublishedPoint, load
 from .roofline import TimeBreakdown, breakdown, crossing_batch, ridge_point
 
 RESERVE = 0.1
-"""Share of device memory kept free in every capacity computation (vLLM's default)."""
+"""Share of device memory not given to weights and KV cache: 1 - vLLM's default ``gpu_memory_utilization`` of 0.9."""
 
 AUTO = "auto"
 """``link=AUTO``: the tensor-parallel group talks over :func:`helpers.parallel.tp_link` of the GPU."""
@@ -353,19 +364,38 @@ def max_decode_batch(
     dtype: str = "bf16",
     reserve: float = RESERVE,
     holds_weights: bool = True,
+    kv_copies: int = 1,
 ) -> int:
     """Largest decode batch whose KV caches fit beside the weights (0 if none does).
 
     Each sequence holds ``context + 1`` tokens of KV cache (its context and
     the token being generated); the weights are stored once across the
-    ``n_gpus`` devices. Options as in :func:`free_kv_bytes`.
+    ``n_gpus`` devices. Options as in :func:`free_kv_bytes`, and:
+
+    kv_copies : int
+        How many of the ``n_gpus`` devices store each KV byte, 1 to
+        ``n_gpus``. 1 (the default) when the cache is sharded: MHA/GQA heads
+        under tensor parallelism, or any attention run data-parallel (each
+        device holds whole sequences, as DeepSeek and SGLang deploy MLA).
+        ``n_gpus`` for an MLA latent under head-sharded tensor parallelism:
+        every device's heads score the same latent, so every device holds it.
 
     Returns
     -------
     int
-        ``floor(free_kv_bytes / kv_cache_bytes(context + 1))``, at least 0.
+        ``floor(free_kv_bytes / (kv_copies * kv_cache_bytes(context + 1)))``,
+        at least 0.
+
+    >>> dp = max_decode_batch("deepseek-v3", 32768, "H200", n_gpus=8, dtype="fp8")
+    >>> tp = max_decode_batch("deepseek-v3", 32768, "H200", n_gpus=8, dtype="fp8", kv_copies=8)
+    >>> tp == dp // 8
+    True
     """
     context = _validate.non_negative_int("context", context)
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    copies = _validate.positive_int("kv_copies", kv_copies)
+    if copies > n_gpus:
+        raise ValueError(f"kv_copies must be at most n_gpus ({n_gpus}), got {copies}")
     free = free_kv_bytes(
         model,
         acc,
@@ -376,7 +406,7 @@ def max_decode_batch(
     )
     if free <= 0:
         return 0
-    return int(free // kv_cache_bytes(model, context + 1, dtype=dtype))
+    return int(free // (copies * kv_cache_bytes(model, context + 1, dtype=dtype)))
 
 
 def critical_decode_batch(
@@ -510,6 +540,41 @@ def max_batch_under_slo(
     return SloBatch(lo, step(lo), lo / step(lo), "slo")
 
 
+def published_decode_steps(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int = 1,
+    dtype: str = "fp16",
+) -> tuple[PublishedPoint, ...]:
+    """The published decode step latencies (seconds) of ``model`` on ``n_gpus`` x ``acc`` in ``dtype``.
+
+    The points of :func:`helpers.published.load` (kind ``"decode"``,
+    quantity ``"step_latency"``) whose model, GPU, GPU count and precision
+    match, in the dataset's order; each point's ``setting`` holds its
+    ``batch``, ``input_len`` and ``output_len`` as printed, and its
+    ``source`` and ``locator`` say where it was published. Empty when none
+    is. Set a point beside :func:`decode_step` at
+    ``mean_decode_context(input_len, output_len)``.
+
+    >>> steps = published_decode_steps("llama-2-7b", "A100", dtype="fp16")
+    >>> [p.value for p in steps if p.setting["batch"] == "16"
+    ...  and p.setting["input_len"] == "128" and p.setting["output_len"] == "2048"]
+    [0.015]
+    """
+    name = model.name if isinstance(model, ModelConfig) else get_model(model).name
+    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    dtype_bytes(dtype)
+    return tuple(
+        p
+        for p in load("decode", gpu=get_accelerator(acc).name)
+        if p.quantity == "step_latency"
+        and p.precision == _validate.name("dtype", dtype)
+        and p.setting.get("model") == name
+        and p.setting.get("num_gpus") == str(n_gpus)
+    )
+
+
 __all__ = [
     "AUTO",
     "KERNELS_PER_LAYER",
@@ -522,6 +587,7 @@ __all__ = [
     "kernels_per_step",
     "max_batch_under_slo",
     "mean_decode_context",
+    "published_decode_steps",
     "suffix_prefill_time",
     "tp_allreduce_time",
     "max_decode_batch",

@@ -1,10 +1,16 @@
 """The L2 cache: does a working set, or one layer's hand-off to the next, fit on chip?
 
-The roofline charges every byte at DRAM bandwidth. A GPU's L2 (4 MB on a
-T4, 40 MB on an A100, 50 MB on an H100: :attr:`helpers.hardware.Accelerator.l2_bytes`)
-sits between the SMs and DRAM; a tensor that one kernel writes and the next
-reads soon after can be served from it when it fits, so such a layer moves
-fewer DRAM bytes than :func:`helpers.ops.conv2d_cost` counts. Whether it
+The roofline charges every byte at DRAM bandwidth, and its byte count is
+already the *compulsory* traffic: each operand crosses from DRAM once. A
+GPU's L2 (4 MiB on a T4, 40 MiB on an A100, 50 MiB on an H100:
+:attr:`helpers.hardware.Accelerator.l2_bytes`) sits between the SMs and DRAM
+and saves only re-reads, which that count never charged, so a *cold* kernel
+(its inputs in DRAM when it starts) cannot beat the DRAM roof however small
+it is. Only data already resident can: a tensor that one kernel writes and
+the next reads soon after is served from the L2 when it fits, so such a
+layer moves fewer DRAM bytes than :func:`helpers.ops.conv2d_cost` counts;
+and a timing loop that repeats a small copy finds its buffers warm from the
+second iteration on, so it can report more than the datasheet bandwidth. Whether it
 does depends on what else competes for the cache (the weights streaming
 through, other tensors), so :func:`fits_in_l2` is a necessary condition,
 not a guarantee; ``usable_fraction`` leaves room for that competition.

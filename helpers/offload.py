@@ -46,7 +46,7 @@ import math
 from dataclasses import dataclass
 
 from . import _validate
-from .hardware import Accelerator, Link, dtype_bytes, get_link
+from .hardware import Accelerator, Link, dtype_bytes, get_accelerator, get_link
 from .llm import ModelConfig, decode_cost, get_model, kv_cache_bytes_per_token
 from .ops import Cost
 from .roofline import breakdown
@@ -205,6 +205,18 @@ def kv_bytes_per_token_per_device(
     if m.mla is not None:
         return full
     return full * max(m.n_kv_heads / tp, 1) / m.n_kv_heads
+
+
+def turnover_time_s(acc: str | Accelerator) -> float:
+    """Seconds a device takes to read its whole memory once: capacity over bandwidth, ``C / W``.
+
+    A fleet of memory devices sized to hold a KV cache needs at least this
+    long per decode step once the cache fills them (each reads all of its
+    own memory): a floor that more devices of the same kind do not lower.
+    H100 SXM: ``80 GiB / 3.35 TB/s = 85.9e9 / 3.35e12 = 25.6`` ms.
+    """
+    device = get_accelerator(acc)
+    return device.memory_capacity / device.memory_bandwidth
 
 
 def layer_traffic_bytes(

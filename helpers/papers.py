@@ -147,3 +147,38 @@ __all__ = [
     "MOONCAKE_TBT_SLOS_S",
     "MOVED",
 ]
+
+
+# ---------------------------------------------------------------------------
+# Appended for Chapters 10 and 11 (second edition)
+# ---------------------------------------------------------------------------
+
+MOONCAKE_TABLE1_H2D_BANDWIDTH = 128e9
+"""Mooncake FAST'25, Table 1 ("Notations and parameters"): ``B_h2d``, host-to-device bandwidth,
+128 GB/s, for the paper's 8 x A800 node (the whole server, not one GPU): the host-DRAM tier's
+bandwidth the authors plan with, well below eight PCIe x16 links' line rate."""
+
+_FLASHMLA = (
+    "deepseek-ai/FlashMLA README and docs/20250422-new-kernel-deep-dive.md "
+    "(commit 9241ae3), dense MLA decoding kernel on an H800 SXM5, CUDA 12.8"
+)
+
+FLASHMLA_H800_MEMORY_BOUND_BANDWIDTH = 3000e9
+"""FlashMLA, dense MLA decode kernel: "up to 3000 GB/s in memory-bound configuration" on an
+H800 SXM5 (datasheet 3.35 TB/s). Measured by DeepSeek, not in this book."""
+
+FLASHMLA_H800_COMPUTE_BOUND_FLOPS = 660e12
+"""FlashMLA, dense MLA decode kernel: "660 TFLOPS in computation-bound configuration" on an
+H800 SXM5 (bf16; datasheet 990 TFLOP/s dense). Measured by DeepSeek, not in this book."""
+
+FLASHMLA_H800_THROTTLED_PEAK_FLOPS = 865e12
+"""FlashMLA deep dive: the H800 SXM5 throttles to about 1,600 MHz under this kernel, so "the
+practical peak FLOPs drops to ~865 TFlops"; with 3.35 TB/s the kernel is compute-bound once
+``h_q s_q >= 865 / 3.35 / 2 = 128`` (``h_q`` the query heads per GPU)."""
+
+__all__ += [
+    "FLASHMLA_H800_COMPUTE_BOUND_FLOPS",
+    "FLASHMLA_H800_MEMORY_BOUND_BANDWIDTH",
+    "FLASHMLA_H800_THROTTLED_PEAK_FLOPS",
+    "MOONCAKE_TABLE1_H2D_BANDWIDTH",
+]

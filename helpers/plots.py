@@ -475,3 +475,35 @@ def draw_speed_ratios(
     ax.set_xticks(range(len(comparisons)), list(comparisons))
     ax.set_ylabel("predicted speed / published speed")
     ax.legend(loc="upper right", fontsize=SMALL)
+
+
+def legend_ridges(
+    ax: Axes,
+    devices: Iterable[str | Accelerator] | str | Accelerator,
+    *,
+    dtypes: Sequence[str] | str = "fp16",
+) -> None:
+    """Name each roof's ridge point (FLOP/byte) in its legend entry instead of beside its marker.
+
+    For rooflines whose ridges sit close together (an H100 and an H200 in
+    bf16: 295 and 206), labels at the markers (:func:`label_ridges`) run into
+    each other; in the legend they cannot. Each line :func:`roofline_plot`
+    drew as ``"<device> <dtype>"`` becomes ``"<device> <dtype>, ridge N"``.
+    Raises ``KeyError`` if none of the devices' lines is on ``ax``.
+    """
+    if isinstance(devices, (str, Accelerator)):
+        devices = [devices]
+    dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    renamed = 0
+    for device in (get_accelerator(d) for d in devices):
+        for dtype in dtypes:
+            line = lines.get(f"{device.name} {_validate.name('dtypes', dtype)}")
+            if line is None:
+                continue
+            ridge = ridge_point(device, dtype=dtype)
+            line.set_label(f"{device.name} {dtype}, ridge {ridge:,.0f}")
+            renamed += 1
+    if not renamed:
+        raise KeyError("devices: none of their rooflines is drawn on ax")
+    ax.legend(fontsize=SMALL)

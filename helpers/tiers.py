@@ -121,6 +121,7 @@ def example_hierarchy(
     hbm_bytes: float = 100e9,
     dram_bytes: float = 1.5e12,
     dram_link: str | Link = "pcie5",
+    dram_bandwidth: float | None = None,
     pool_bytes: float = 15e12,
     pool_link: str | Link = "cx7",
     ssd_bytes: float = 60e12,
@@ -129,7 +130,12 @@ def example_hierarchy(
 
     * ``"HBM"``: ``hbm_bytes`` of the GPUs' memory kept for cached prefixes,
       at their memory bandwidth, no latency;
-    * ``"host DRAM"``: ``dram_bytes`` over one ``dram_link`` per GPU;
+    * ``"host DRAM"``: ``dram_bytes`` over one ``dram_link`` per GPU, at
+      their line rate, or at ``dram_bandwidth`` bytes/s for the whole server
+      when given (Chapter 11 passes Mooncake's planning figure,
+      :data:`helpers.papers.MOONCAKE_TABLE1_H2D_BANDWIDTH`, 128 GB/s: eight
+      GPUs copying at once share PCIe switches, NICs and the host's memory,
+      so they do not reach eight links' line rate);
     * ``"remote pool"``: ``pool_bytes`` of other servers' memory over one
       ``pool_link`` per GPU;
     * ``"local SSD"``: ``ssd_bytes`` on one NVMe drive per GPU (:func:`nvme_tier`).
@@ -143,10 +149,13 @@ def example_hierarchy(
     Raises
     ------
     ValueError
-        A capacity is negative, HBM is 0, or the capacities do not grow.
+        A capacity is negative, HBM is 0, the capacities do not grow, or
+        ``dram_bandwidth`` is not positive.
     """
     device = get_accelerator(acc)
     n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    if dram_bandwidth is not None:
+        _validate.positive("dram_bandwidth", dram_bandwidth)
     sizes = {
         "hbm_bytes": _validate.positive("hbm_bytes", hbm_bytes),
         "dram_bytes": _validate.non_negative("dram_bytes", dram_bytes),
@@ -170,9 +179,16 @@ def example_hierarchy(
         )
     ]
     if dram_bytes > 0:
-        levels.append(
-            Tier.from_link("host DRAM", dram_bytes, dram_link, n_links=n_gpus)
-        )
+        dram = Tier.from_link("host DRAM", dram_bytes, dram_link, n_links=n_gpus)
+        if dram_bandwidth is not None:
+            dram = Tier(
+                dram.name,
+                dram_bytes,
+                dram_bandwidth,
+                dram.latency,
+                f"dram_bandwidth given for the server; latency: {dram.source}",
+            )
+        levels.append(dram)
     if pool_bytes > 0:
         levels.append(
             Tier.from_link("remote pool", pool_bytes, pool_link, n_links=n_gpus)
@@ -291,8 +307,23 @@ class PrefillEstimate:
 
     @property
     def hidden_s(self) -> float:
-        """Fetch fully hidden (started during the previous request): ``max(fetch_s, compute_s)``."""
-        return max(self.fetch_s, self.compute_s)
+        """Fetch fully hidden: ``compute_s``, the prefill no longer waits for any byte.
+
+        It holds provided the fetch has a head start (it began during the
+        previous request, when the scheduler saw the prefix) of at least
+        :attr:`head_start_s`; with no head start, :attr:`prefetched_s` applies.
+        """
+        return self.compute_s
+
+    @property
+    def head_start_s(self) -> float:
+        """Seconds of head start that hide the fetch fully: ``max(fetch_s - compute_s, 0)``.
+
+        The fetch must have finished by the time the compute would need its
+        last layer; with layer-wise prefetch a fetch shorter than the compute
+        needs none beyond its first layer (neglected here).
+        """
+        return max(self.fetch_s - self.compute_s, 0.0)
 
 
 ChunkPlan = tuple[int, int, int, float, float, bool]

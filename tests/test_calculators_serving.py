@@ -227,20 +227,25 @@ def test_kv_tiers_default(tiny):
     sd = cachesim.stack_distances(tiny)
     calc = cs.kv_tiers(sd, 2048)
     summary = calc.update()
-    assert summary.startswith("Trace tiny, hit shares: HBM ")
+    assert summary.startswith("Trace tiny, share of prompt tokens each tier serves:")
+    assert "| tier | HBM | host DRAM | remote pool | local SSD | miss |" in summary
     assert "Prompt of 2,048 tokens" in summary and "recomputing everything" in summary
     assert calc.controls["prompt_tokens"].value == 2048
 
 
 def test_kv_tiers_follows_its_controls(tiny):
-    """With 1 GB of HBM the bundled trace spills into host DRAM; fetching that part over eight 100 GbE
-    NICs instead of PCIe 5.0 links makes the serial prefill slower (10 -> 13 ms) while layer-wise
-    prefetch still hides it (10 ms)."""
+    """With 1 GB of HBM the bundled trace spills into host DRAM. At the default host bandwidth,
+    Mooncake's 128 GB/s, the serial prefill takes 12 ms and layer-wise prefetch hides the fetch
+    (10 ms); at eight PCIe 5.0 links' line rate (504 GB/s) the serial prefill is 10 ms, at eight
+    100 GbE NICs' 100 GB/s 13 ms, while prefetch still hides it."""
     calc = cs.kv_tiers(cachesim.stack_distances(tiny), 2048)
+    assert calc.controls["dram_gbs"].value == 128
     small_hbm = _summary(calc, hbm_gb=1.0)
-    assert "HBM 27.3%, host DRAM 46.0%" in small_hbm
-    assert "**10 ms** serial, **10 ms** with layer-wise prefetch" in small_hbm
-    slow_link = _summary(calc, dram_link="100 GbE NIC")
+    assert "| hit share | 27.3% | 46.0% |" in small_hbm
+    assert "**12 ms** serial, **10 ms** with layer-wise prefetch" in small_hbm
+    line_rate = _summary(calc, dram_gbs=504.0)
+    assert "**10 ms** serial, **10 ms** with layer-wise prefetch" in line_rate
+    slow_link = _summary(calc, dram_gbs=100.0)
     assert "**13 ms** serial, **10 ms** with layer-wise prefetch" in slow_link
 
 
@@ -258,3 +263,27 @@ def test_plain_log_ticks_labels_plain_numbers():
     calc.update()
     formatter = calc.axes.yaxis.get_major_formatter()
     assert formatter(20.0, 0) == "20"
+
+
+def test_transformer_inference_sets_published_steps_beside_the_bound():
+    """Llama-2-7B fp16 on one A100 at LMDeploy's mean context (128 + 2,048 // 2 = 1,152 tokens):
+    the four published steps (batch 1, 16, 32, 64) are drawn, and batch 16's 15 ms is quoted
+    with its source (lmdeploy_a100_fp16). Where nothing is published, nothing is drawn or quoted."""
+    calc = cs.transformer_inference()
+    summary = _summary(
+        calc,
+        model="llama-2-7b",
+        acc="A100 SXM4 80GB",
+        dtype="fp16",
+        context=1152,
+        batch=16,
+    )
+    assert "**Published** at batch 16: 15 ms per step" in summary
+    assert "128 -> 2,048 tokens" in summary and "lmdeploy" in summary.lower()
+    squares = [line for line in calc.axes.lines if line.get_marker() == "s"]
+    assert len(squares) == 1
+    assert {1, 16, 32, 64} <= set(squares[0].get_xdata())
+    assert "**Published**" not in _summary(calc, batch=17)
+    bare = cs.transformer_inference()
+    assert "**Published**" not in bare.update()
+    assert not [line for line in bare.axes.lines if line.get_marker() == "s"]

@@ -231,3 +231,82 @@ def test_ceiling_and_limit_reject_bad_sizes(bad):
         convnets.activation_ceiling(bad, 64, 3)
     with pytest.raises((ValueError, TypeError), match="height"):
         convnets.filter_limit(1, bad, 14)
+
+
+def test_resnet50_published_reads_nvidias_t4_table_by_framework():
+    """NVIDIA DeepLearningExamples, T4 mixed precision: batch 64 at 1,165 images/s in PyTorch and
+    1,561 in MXNet; batch 1 at 79 in PyTorch (the README tables cited in resnet50.csv)."""
+    at_64 = convnets.resnet50_published("T4", dtype="fp16", batch=64)
+    assert at_64["PyTorch"] == 1165.0
+    assert at_64["MXNet"] == 1561.0
+    assert convnets.resnet50_published("T4", dtype="fp16", batch=1)["PyTorch"] == 79.0
+    assert convnets.resnet50_published("T4", dtype="fp32", batch=64)["PyTorch"] == 428.0
+
+
+def test_resnet50_published_is_empty_where_no_run_matches():
+    """No published run at batch 3 or at 299-pixel images: an empty dict, not an error."""
+    assert convnets.resnet50_published("T4", dtype="fp16", batch=3) == {}
+    assert convnets.resnet50_published("T4", batch=64, image_size=299) == {}
+
+
+def test_resnet50_published_rejects_bad_input_by_name():
+    """A zero batch names ``batch``; an unknown GPU is a KeyError."""
+    with pytest.raises(ValueError, match="batch"):
+        convnets.resnet50_published("T4", batch=0)
+    with pytest.raises(ValueError, match="image_size"):
+        convnets.resnet50_published("T4", image_size=-1)
+    with pytest.raises(KeyError):
+        convnets.resnet50_published("no such GPU")
+
+
+def test_t4_second_order_on_measured_fractions_meets_the_published_batch_64_run():
+    """The T4's achievable fractions come from matmul and copy benchmarks (38 % of the fp16 peak,
+    75 % of bandwidth), not from ResNet-50; with them the eager kernels in one stream give
+    within 2 % of NVIDIA's 1,165 images/s at batch 64, while the first-order bound is over 4x it."""
+    from helpers import validation
+
+    compute, memory = validation.fractions("T4", "fp16")
+    assert_allclose((compute, memory), (25 / 65, 0.75), rtol=1e-9)
+    device = validation.achievable_device("T4", "fp16")
+    seconds = convnets.resnet50_stream_time(64, device, dtype="fp16", fused=False)
+    published = convnets.resnet50_published("T4", dtype="fp16", batch=64)["PyTorch"]
+    assert_allclose(64 / seconds, published, rtol=0.02)
+    assert 64 / convnets.resnet50_step_time(64, "T4", dtype="fp16") > 4 * published
+
+
+def test_calculator_shows_first_order_second_order_and_published_rows():
+    """Chapter 5's calculator at its default (T4, fp16, batch 8) labels three kinds of row: the
+    first-order bound, the second-order model (between published and first-order here) and
+    NVIDIA's published PyTorch run (652 images/s)."""
+    import matplotlib.pyplot as plt
+
+    from helpers import calculators
+
+    fig, ax = plt.subplots()
+    text = calculators.render_resnet50(ax, "T4", "fp16", 8, 5.0)
+    plt.close(fig)
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")[1].rstrip(" |")
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| model")
+    }
+    first = float(rows["first-order: datasheet peaks, t0 per layer"].replace(",", ""))
+    second = float(
+        rows["second-order: measured fractions, eager kernels"].replace(",", "")
+    )
+    assert rows["published: NVIDIA, PyTorch"] == "652"
+    assert 652 < second < first
+
+
+def test_calculator_says_when_a_setting_has_no_published_run_or_no_second_order():
+    """fp8 on an H100 has a first-order bound but no vector peak for the second-order model's
+    elementwise kernels, and NVIDIA published no such run: both rows say so."""
+    import matplotlib.pyplot as plt
+
+    from helpers import calculators
+
+    fig, ax = plt.subplots()
+    text = calculators.render_resnet50(ax, "H100", "fp8", 8, 5.0)
+    plt.close(fig)
+    assert "| second-order (measured fractions) | not modelled: " in text
+    assert "| published: NVIDIA | no run at this setting |" in text

@@ -156,9 +156,9 @@ def test_t4_matches_datasheet():
     assert_allclose(t4.flops("fp32"), 8.1e12, rtol=1e-12)
     assert_allclose(t4.flops("int8"), 130e12, rtol=1e-12)
     assert_allclose(t4.memory_bandwidth, 320e9, rtol=1e-12)
-    assert (
-        t4.memory_capacity == 16 * 2**30
-    )  # the datasheet's "16 GB GDDR6" read as GiB: 17,179,869,184 bytes
+    # the driver's 15,360 MiB with ECC on, not the datasheet's "16 GB GDDR6"
+    assert t4.memory_capacity == 15 * 2**30 == 16_106_127_360
+    assert hardware.datasheet_memory("T4") == 16 * 2**30
 
 
 def test_a100_matches_datasheet():
@@ -419,15 +419,17 @@ def test_catalog_notes_cover_every_entry():
 
 
 def test_memory_capacities_are_gib():
-    """Capacities are the datasheet's "GB" read as GiB (hardware.GIB = 2**30), so each is a whole number of GiB.
+    """Capacities are the datasheet's "GB" read as GiB (hardware.GIB = 2**30), except the ECC GDDR parts.
 
-    Datasheets: T4 16, V100 32, A100 40 / 80, A800 80, H100 80, H800 80, H200 141, H20 96, L4 24, A10G 24,
-    RTX 4090 24 GB. An 80 GB H100 reports 81,559 MiB = 79.65 GiB to the driver, within 0.5 % of 80 GiB
-    (and 6.9 % above 80e9 bytes), which is why GiB is the closer reading.
+    Datasheets: V100 32, A100 40 / 80, A800 80, H100 80, H800 80, H200 141, H20 96, RTX 4090 24 GB.
+    An 80 GB H100 reports 81,559 MiB = 79.65 GiB to the driver, within 0.5 % of 80 GiB
+    (and 6.9 % above 80e9 bytes), which is why GiB is the closer reading. The T4, L4 and
+    A10G (GDDR6, ECC on by default) store what nvidia-smi reports: 15,360, 23,034 and
+    23,028 MiB, 6 % below their datasheets' 16 and 24 GB read as GiB.
     """
     assert GIB == 1024**3
     expected = {
-        "T4": 16,
+        "T4": 15,
         "V100 SXM2": 32,
         "A100 SXM4 40GB": 40,
         "A100 SXM4 80GB": 80,
@@ -436,8 +438,8 @@ def test_memory_capacities_are_gib():
         "H800 SXM": 80,
         "H200 SXM": 141,
         "H20": 96,
-        "L4": 24,
-        "A10G": 24,
+        "L4": 23_034 / 1024,
+        "A10G": 23_028 / 1024,
         "RTX 4090": 24,
         "B200 SXM": 180,
         "B300 SXM": 288,
@@ -449,6 +451,25 @@ def test_memory_capacities_are_gib():
         a.name: a.memory_capacity / 2**30 for a in hardware.accelerators()
     } == expected
     assert abs(81_559 * 2**20 / get_accelerator("H100").memory_capacity - 1) < 0.005
+
+
+def test_datasheet_memory_differs_only_for_ecc_gddr_parts():
+    """``datasheet_memory`` is the datasheet's figure: above ``memory_capacity`` for T4, L4, A10G only.
+
+    The three ECC GDDR parts lose 6.25 % (T4: 15,360 of 16,384 MiB) or about 6.3 % (L4, A10G:
+    about 22.5 of 24 GiB) to ECC; every HBM entry's datasheet figure is its capacity.
+    """
+    ecc = {"T4": 16, "L4": 24, "A10G": 24}
+    for acc in hardware.accelerators():
+        sheet = hardware.datasheet_memory(acc)
+        if acc.name in ecc:
+            assert sheet == ecc[acc.name] * GIB
+            assert 0.93 < acc.memory_capacity / sheet < 0.94 + 1e-12
+        else:
+            assert sheet == acc.memory_capacity
+    assert hardware.datasheet_memory("tesla t4") == 16 * GIB  # aliases resolve
+    with pytest.raises(KeyError, match="no-such-gpu"):
+        hardware.datasheet_memory("no-such-gpu")
 
 
 def test_half_dtype():

@@ -574,3 +574,64 @@ def test_step_time_refuses_a_fractional_batch():
     """A non-integer batch is refused (TypeError naming batch) rather than rounded."""
     with pytest.raises(TypeError, match="batch"):
         inference.decode_step_time("llama-2-7b", 1024, "a100", batch=np.float64(2.5))
+
+
+def test_llama2_7b_on_a_t4_fits_one_conversation():
+    """Q2 of Chapter 6: Llama-2-7B fp16 on a T4 (15 GiB reported with ECC on) fits 1 conversation of 1,024 tokens.
+
+    By hand: 0.9 x 15 x 2**30 = 14.50e9 B; weights 2 x 6.738e9 = 13.48e9 B; 1.02e9 B left;
+    one sequence holds 1,025 x 524,288 B = 0.537e9 B, so floor(1.89) = 1. With the datasheet's
+    16 GiB the same sum gave 3 (the H2 error). With int8 weights and an int8 cache 28 fit.
+    """
+    free = inference.free_kv_bytes("llama-2-7b", "T4", dtype="fp16")
+    assert_allclose(free, 0.9 * 15 * 2**30 - 2 * llm.param_count("llama-2-7b"))
+    assert inference.max_decode_batch("llama-2-7b", 1024, "T4", dtype="fp16") == 1
+    sheet = Accelerator(
+        name="T4 as on its datasheet",
+        peak_flops={"fp16": 65e12},
+        memory_bandwidth=320e9,
+        memory_capacity=16 * 2**30,
+        source="test",
+    )
+    assert inference.max_decode_batch("llama-2-7b", 1024, sheet, dtype="fp16") == 3
+    assert inference.max_decode_batch("llama-2-7b", 1024, "T4", dtype="int8") == 28
+
+
+def test_kv_copies_divides_the_batch_that_fits():
+    """An MLA latent replicated on all 8 GPUs (head-sharded TP) fits 8x fewer sequences than sharded (DP attention).
+
+    floor(floor(x) / 8) == floor(x / 8), so the replicated batch is exactly the sharded one // 8.
+    """
+    args = ("deepseek-v3", 32768, "H200")
+    dp = inference.max_decode_batch(*args, n_gpus=8, dtype="fp8")
+    tp = inference.max_decode_batch(*args, n_gpus=8, dtype="fp8", kv_copies=8)
+    assert dp > 8 and tp == dp // 8
+    assert inference.max_decode_batch(*args, n_gpus=8, dtype="fp8", kv_copies=1) == dp
+    with pytest.raises(ValueError, match="kv_copies"):
+        inference.max_decode_batch(*args, n_gpus=8, kv_copies=9)
+    with pytest.raises(ValueError, match="kv_copies"):
+        inference.max_decode_batch(*args, n_gpus=8, kv_copies=0)
+
+
+def test_published_decode_steps_match_lmdeploy_table():
+    """LMDeploy's A100 fp16 table (lmdeploy_a100_fp16): Llama-2-7B, 128 -> 2,048 tokens, p50 step 10/15/21/30 ms at batch 1/16/32/64."""
+    steps = inference.published_decode_steps("llama-2-7b", "A100", dtype="fp16")
+    long = {
+        int(p.setting["batch"]): p.value
+        for p in steps
+        if (p.setting["input_len"], p.setting["output_len"]) == ("128", "2048")
+    }
+    assert long == {1: 0.010, 16: 0.015, 32: 0.021, 64: 0.030}
+    assert all(p.quantity == "step_latency" and p.unit == "s" for p in steps)
+    assert "lmdeploy" in steps[0].source.lower()
+    nim = inference.published_decode_steps("llama-3-70b", "H100", n_gpus=2, dtype="fp8")
+    assert nim and all(p.setting["num_gpus"] == "2" for p in nim)
+    assert inference.published_decode_steps("llama-2-7b", "A100", dtype="bf16") == ()
+    assert (
+        inference.published_decode_steps("llama-2-7b", "A100", n_gpus=3, dtype="fp16")
+        == ()
+    )
+    with pytest.raises(ValueError, match="n_gpus"):
+        inference.published_decode_steps("llama-2-7b", "A100", n_gpus=0)
+    with pytest.raises(KeyError, match="dtype"):
+        inference.published_decode_steps("llama-2-7b", "A100", dtype="fp5")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import hardware, offload
+from helpers import hardware, offload, papers
 from helpers.hardware import get_accelerator, get_link
 from helpers.llm import decode_cost, get_model
 
@@ -406,3 +406,35 @@ def test_heads_per_device_bad_input_named():
     for bad in (0, 65):
         with pytest.raises(ValueError, match="tensor_parallel"):
             offload.kv_bytes_per_token_per_device("llama-3-70b", tensor_parallel=bad)
+
+
+def test_turnover_time_is_capacity_over_bandwidth():
+    """H100 SXM: 80 GiB / 3.35 TB/s = 25.6 ms; the L4 (24 GiB at 300 GB/s) takes
+    (24 / 300e9) / (80 / 3.35e12) = 3.35 times as long, and the A10G (24 GiB at 600 GB/s) 1.675
+    times: not "two to three times" (review H14.1)."""
+    h100 = offload.turnover_time_s("H100")
+    assert h100 == pytest.approx(80 * 2**30 / 3.35e12)
+    assert offload.turnover_time_s("L4") / h100 == pytest.approx(3.35)
+    assert offload.turnover_time_s("A10G") / h100 == pytest.approx(1.675)
+    with pytest.raises(KeyError):
+        offload.turnover_time_s("no-such-gpu")
+
+
+def test_flashmla_measurements_sit_below_the_models_bounds():
+    """Chapter 10, Question 5: with all 128 heads DeepSeek-V3's decode attention does 241.8 FLOP/byte,
+    just under the H800's throttled ridge (865 / 3.35 = 258), so the roofline bound is
+    241.8 * 3.35e12 = 810 TFLOP/s, and FlashMLA's measured 660 TFLOP/s is 81 % of it; with 16 heads
+    (TP-8) the bound is 101 TFLOP/s, bytes limit the kernel, and its measured 3,000 GB/s is 90 % of
+    the datasheet's 3.35 TB/s. A measurement above a bound would mean the model is wrong."""
+    bandwidth = 3.35e12
+    peak = papers.FLASHMLA_H800_THROTTLED_PEAK_FLOPS
+    dp = offload.attention_intensity("deepseek-v3")
+    tp8 = offload.attention_intensity("deepseek-v3", heads_per_device=16)
+    assert dp == pytest.approx(241.8, abs=0.05) and tp8 == pytest.approx(30.2, abs=0.05)
+    assert dp < peak / bandwidth < 2 * dp
+    bound = min(peak, dp * bandwidth)
+    assert papers.FLASHMLA_H800_COMPUTE_BOUND_FLOPS / bound == pytest.approx(
+        0.81, abs=0.01
+    )
+    assert tp8 * bandwidth < 0.15 * peak
+    assert papers.FLASHMLA_H800_MEMORY_BOUND_BANDWIDTH < bandwidth

@@ -60,3 +60,21 @@ def test_every_figure_is_used_by_a_chapter_or_a_test():
     )
     unused = [name for name in papers.__all__ if name != "MOVED" and name not in text]
     assert unused == [], f"figures no chapter or test uses: {unused}"
+
+
+def test_chapter_10_and_11_figures():
+    """Mooncake Table 1: B_h2d = 128 GB/s. FlashMLA on an H800 SXM5: 3,000 GB/s memory-bound is
+    90 % of 3.35 TB/s; 660 TFLOP/s is 76 % of the throttled 865 TFLOP/s; the throttled ridge over
+    two, 865 / 3.35 / 2 = 129, is the deep dive's "h_q s_q >= 128"."""
+    assert papers.MOONCAKE_TABLE1_H2D_BANDWIDTH == 128e9
+    assert papers.FLASHMLA_H800_MEMORY_BOUND_BANDWIDTH / 3.35e12 == pytest.approx(
+        0.896, abs=1e-3
+    )
+    ratio = (
+        papers.FLASHMLA_H800_COMPUTE_BOUND_FLOPS
+        / papers.FLASHMLA_H800_THROTTLED_PEAK_FLOPS
+    )
+    assert ratio == pytest.approx(0.763, abs=1e-3)
+    assert papers.FLASHMLA_H800_THROTTLED_PEAK_FLOPS / 3.35e12 / 2 == pytest.approx(
+        129, abs=0.5
+    )

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from helpers import cachesim, hardware, inference, kvcache, llm, tiers, traces
+from helpers import cachesim, hardware, inference, kvcache, llm, papers, tiers, traces
 from helpers.hardware import get_link
 from helpers.llm import kv_cache_bytes_per_token
 
@@ -181,6 +181,8 @@ def test_caching_never_slower_than_recomputing_everything(n, weights, n_gpus):
     assert est.hidden_s <= est.prefetched_s * (
         1 + 1e-12
     ) and est.prefetched_s <= est.serial_s * (1 + 1e-12)
+    assert est.hidden_s == est.compute_s
+    assert est.head_start_s == max(est.fetch_s - est.compute_s, 0.0)
     for chunk in est.chunks:
         assert chunk.verdict == (
             "transfer" if chunk.fetch_s < chunk.recompute_s else "recompute"
@@ -496,3 +498,27 @@ def test_replay_bad_inputs(tiny_trace):
     assert math.isfinite(
         tiers.replay_prefill(tiny_trace, good, MODEL, "h800").saved_fraction()
     )
+
+
+def test_example_hierarchy_takes_a_server_host_bandwidth():
+    """Chapter 11's host tier at Mooncake's Table 1 B_h2d, 128 GB/s for the server, in place of eight
+    PCIe 5.0 links' 504 GB/s line rate; the latency stays the link's, and a bad value is named."""
+    levels = tiers.example_hierarchy(
+        dram_bandwidth=papers.MOONCAKE_TABLE1_H2D_BANDWIDTH
+    )
+    assert levels[1].name == "host DRAM"
+    assert levels[1].bandwidth == 128e9
+    assert levels[1].latency == hardware.get_link("pcie5").latency
+    assert levels[2].bandwidth == pytest.approx(400e9)
+    with pytest.raises(ValueError, match="dram_bandwidth"):
+        tiers.example_hierarchy(dram_bandwidth=0.0)
+
+
+def test_a_fully_hidden_fetch_costs_the_compute_alone_given_its_head_start():
+    """Review H14.2: fully hidden means t = R, provided the head start covers t_fetch - R. A 30 ms
+    fetch behind 10 ms of compute needs a 20 ms head start; a 5 ms fetch behind 10 ms needs none."""
+    slow = tiers.PrefillEstimate((), 0.030, 0.010, 80)
+    assert slow.hidden_s == 0.010
+    assert slow.head_start_s == pytest.approx(0.020)
+    fast = tiers.PrefillEstimate((), 0.005, 0.010, 80)
+    assert fast.hidden_s == 0.010 and fast.head_start_s == 0.0

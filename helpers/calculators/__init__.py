@@ -12,7 +12,8 @@ capacities that do not grow, a dtype the device lacks), which the calculator
 shows instead of a result. The render functions need no widgets, so the tests
 call them directly.
 
-Part I (rooflines and batching), in ``helpers.calculators.part1``:
+Part I (rooflines and batching), in ``helpers.calculators.part1`` (chapter 3's in
+``helpers.calculators.kernel_terms``):
 
 * :func:`~helpers.calculators.part1.two_ceilings` (chapter 1) -- which of compute, memory and overhead
   binds one operation, as its size varies;
@@ -20,6 +21,9 @@ Part I (rooflines and batching), in ``helpers.calculators.part1``:
   with operations placed on them;
 * :func:`~helpers.calculators.part1.batched_layer` (chapter 4) -- step time, throughput and regime of a
   linear layer or MLP against the batch;
+* :func:`~helpers.calculators.kernel_terms.matmul_terms` (chapter 3) -- a square matmul's time, term
+  by term (roofline, achievable peaks and tiles, GPU floor, library's fixed cost), beside published
+  measurements, against its size;
 * :func:`~helpers.calculators.part1.resnet50` (chapter 5) -- ResNet-50's layers on a roofline, and the
   network's step time with a per-layer overhead.
 
@@ -50,6 +54,8 @@ except the controls' ``overhead_us``, in microseconds for the slider. An
 accelerator control is keyed ``acc`` in every calculator.
 """
 
+from .kernel_terms import *  # noqa: F403
+from .kernel_terms import __all__ as _kernel_terms
 from .many_gpus import *  # noqa: F403
 from .many_gpus import __all__ as _many_gpus
 from .part1 import *  # noqa: F403
@@ -57,4 +63,4 @@ from .part1 import __all__ as _part1
 from .part2 import *  # noqa: F403
 from .part2 import __all__ as _part2
 
-__all__ = [*_part1, *_part2, *_many_gpus]
+__all__ = [*_part1, *_kernel_terms, *_part2, *_many_gpus]

@@ -33,6 +33,7 @@ from .. import (
     kvcache,
     llm,
     offload,
+    papers,
     plots,
     tiers,
 )
@@ -65,7 +66,13 @@ TRANSFER_MAX_TOKENS = 131_072
 def render_transformer_inference(
     ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
 ) -> str:
-    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch."""
+    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch.
+
+    Where the book's dataset has published decode steps of the same model, GPU,
+    GPU count and dtype, at a mean context within 2x of ``context``
+    (:func:`helpers.inference.published_decode_steps`), they are drawn beside
+    the bound, and the one at ``batch`` is quoted with its source.
+    """
     bound: dict[str, Any] = {
         "dtype": dtype,
         "n_gpus": n_gpus,
@@ -86,6 +93,16 @@ def render_transformer_inference(
         extra.remove()
     ax.loglog(sweep, times * 1e3, label="decode step bound (ms)")
     ax.plot([batch], [step.seconds * 1e3], "ko", ms=5)
+    published = _published_near(model, acc, n_gpus, dtype, context)
+    if published:
+        ax.plot(
+            [int(p.setting["batch"]) for p in published],
+            [p.value * 1e3 for p in published],
+            "ks",
+            mfc="none",
+            ms=6,
+            label="published step (ms), similar context",
+        )
     if fit:
         ax.axvline(fit, color="grey", lw=1, label=f"largest batch that fits ({fit})")
     ax.set_xlabel("decode batch (sequences)")
@@ -115,6 +132,16 @@ def render_transformer_inference(
     else:
         warning = ""
     per_token = llm.kv_cache_bytes_per_token(model, dtype=dtype)
+    same = [p for p in published if int(p.setting["batch"]) == batch]
+    if same:
+        p = min(same, key=lambda p: abs(_mean_context(p) - context))
+        measured = (
+            f" **Published** at batch {batch}: {format_si(p.value, 's')} per step "
+            f"({p.setting['framework']}, {int(p.setting['input_len']):,} -> "
+            f"{int(p.setting['output_len']):,} tokens, [source]({p.source}))."
+        )
+    else:
+        measured = ""
     return (
         f"**Prefill** of {batch} prompt(s) x {context:,} tokens: at least "
         f"{format_si(prefill.seconds, 's')} ({prefill.bound}-bound). "
@@ -123,7 +150,28 @@ def render_transformer_inference(
         f"**KV cache**: {per_token / 1024:,.0f} KiB/token, {kv_seq / 1e9:,.2f} GB per sequence, "
         f"{batch * kv_seq / 1e9:,.1f} GB for the batch. "
         f"**Largest batch that fits** ({inference.RESERVE * 100:g} % reserve): {fit}.{warning}"
+        f"{measured}"
     )
+
+
+def _mean_context(point: Any) -> int:
+    """The mean decode context of a published point's requests (``inference.mean_decode_context``)."""
+    return inference.mean_decode_context(
+        int(point.setting["input_len"]), int(point.setting["output_len"])
+    )
+
+
+def _published_near(
+    model: str, acc: str, n_gpus: int, dtype: str, context: int
+) -> list[Any]:
+    """Published decode steps of this setting whose requests' mean context is within 2x of ``context``."""
+    return [
+        p
+        for p in inference.published_decode_steps(
+            model, acc, n_gpus=n_gpus, dtype=dtype
+        )
+        if context / 2 <= _mean_context(p) <= 2 * context
+    ]
 
 
 def transformer_inference() -> Calculator:
@@ -498,7 +546,7 @@ def render_kv_tiers(
     prompt_tokens: int,
     hbm_gb: float,
     dram_tb: float,
-    dram_link: str,
+    dram_gbs: float,
     pool_tb: float,
     pool_link: str,
     ssd_tb: float,
@@ -508,7 +556,9 @@ def render_kv_tiers(
     """Chapter 11: per part of a prompt, fetch from its tier or compute; the expected prefill time.
 
     The tiers are :func:`helpers.tiers.example_hierarchy` with the chosen
-    capacities and links; their hit fractions come from ``distances`` (a
+    capacities, the pool's link, and the host tier's bandwidth for the whole
+    server, ``dram_gbs`` GB/s (default Mooncake's Table 1 ``B_h2d``,
+    :data:`helpers.papers.MOONCAKE_TABLE1_H2D_BANDWIDTH`); their hit fractions come from ``distances`` (a
     trace's :func:`helpers.cachesim.stack_distances`).
     """
     device = hardware.get_accelerator(acc)
@@ -517,7 +567,7 @@ def render_kv_tiers(
         n_gpus=n_gpus,
         hbm_bytes=hbm_gb * 1e9,
         dram_bytes=dram_tb * 1e12,
-        dram_link=dram_link,
+        dram_bandwidth=dram_gbs * 1e9,
         pool_bytes=pool_tb * 1e12,
         pool_link=pool_link,
         ssd_bytes=ssd_tb * 1e12,
@@ -560,11 +610,12 @@ def render_kv_tiers(
     verdicts = (
         ", ".join(f"{c.tier}: **{c.verdict}**" for c in est.chunks) or "nothing cached"
     )
-    hits = ", ".join(
-        f"{t.name} {f:.1%}" for t, f in zip(levels, shares[:-1], strict=True)
-    )
+    names = " | ".join(t.name for t in levels)
+    hits = " | ".join(f"{f:.1%}" for f in shares[:-1])
     return (
-        f"Trace {distances.trace_name}, hit shares: {hits}, miss {shares[-1]:.1%}.  \n"
+        f"Trace {distances.trace_name}, share of prompt tokens each tier serves:\n\n"
+        f"| tier | {names} | miss |\n|---|{'---:|' * (len(levels) + 1)}\n"
+        f"| hit share | {hits} | {shares[-1]:.1%} |\n\n"
         f"Prompt of {prompt_tokens:,} tokens: {verdicts}.  \n"
         f"Expected prefill **{est.serial_s * 1e3:.0f} ms** serial, **{est.prefetched_s * 1e3:.0f} ms** "
         f"with layer-wise prefetch, against {full * 1e3:.0f} ms recomputing everything."
@@ -587,7 +638,13 @@ def kv_tiers(distances: cachesim.StackDistances, prompt_tokens: int) -> Calculat
         "dram_tb": widgets.FloatLogSlider(
             value=1.5, base=10, min=-1, max=1.5, description="DRAM TB"
         ),
-        "dram_link": _controls.link("PCIe 5.0 x16", description="DRAM link"),
+        "dram_gbs": widgets.BoundedFloatText(
+            value=papers.MOONCAKE_TABLE1_H2D_BANDWIDTH / 1e9,
+            min=1,
+            max=10_000,
+            step=16,
+            description="DRAM GB/s",
+        ),
         "pool_tb": widgets.FloatLogSlider(
             value=15, base=10, min=0, max=2.5, description="pool TB"
         ),
