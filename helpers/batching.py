@@ -1,18 +1,19 @@
 """Batching: step time, throughput and regime of a layer as the batch grows.
 
-A layer run on a batch of ``B`` samples (or tokens) costs ``flops = f1 * B``
-and ``bytes = b0 + b1 * B``: the weights (``b0``) are read once whatever the
-batch, the activations (``b1`` per sample) grow with it. The roofline model
+A layer run on a batch of ``b`` samples (or tokens) costs ``flops = f1 b``
+and ``bytes = B0 + B1 b``: the weights (``B0`` bytes) are read once whatever
+the batch, the activations (``B1`` bytes per sample) grow with it (the
+notation of ``appendix/notation.md``). The roofline model
 (:func:`helpers.roofline.roofline_time`) turns that into a step time
 
-    ``t(B) = max(f1 B / peak, (b0 + b1 B) / bandwidth) + overhead``
+    ``t(b) = max(f1 b / P, (B0 + B1 b) / W) + t0``
 
 and three regimes (the ``bound`` of :func:`helpers.roofline.breakdown`):
 
 * ``'overhead'`` -- the fixed launch/framework cost is larger than both terms;
-* ``'memory'`` -- reading the weights dominates: ``t`` hardly grows with ``B``,
-  so throughput ``B / t`` grows almost linearly (batching is free);
-* ``'compute'`` -- past the *knee* ``t`` grows in proportion to ``B`` and
+* ``'memory'`` -- reading the weights dominates: ``t`` hardly grows with ``b``,
+  so throughput ``b / t`` grows almost linearly (batching is free);
+* ``'compute'`` -- past the *knee* ``t`` grows in proportion to ``b`` and
   throughput stays at its ceiling (batching only adds latency).
 
 The *critical batch* is the batch at which compute time equals memory time
@@ -294,10 +295,10 @@ def overhead_crossover(
     """Size below which a computation is overhead-bound: its roofline time equals ``overhead``.
 
     For FLOP and bytes affine in the size ``n`` (``f0 + f1 n`` and
-    ``b0 + b1 n``: elements of an elementwise op, rows of a linear layer;
+    ``B0 + B1 n``: elements of an elementwise op, rows of a linear layer;
     read off the costs at ``n = 1`` and ``n = 2``, checked at ``n = 4``),
     the compute time reaches ``overhead`` at ``n_c = (overhead P - f0) / f1``
-    and the memory time at ``n_m = (overhead W - b0) / b1``. The time model
+    and the memory time at ``n_m = (overhead W - B0) / B1``. The time model
     (:func:`helpers.roofline.breakdown`) calls a call overhead-bound while
     ``overhead`` exceeds both terms, i.e. below ``min(n_c, n_m)``.
 

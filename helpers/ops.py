@@ -16,6 +16,7 @@ from types import MappingProxyType
 from . import _validate
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .roofline import (
+    Roof,
     TimeBreakdown,
     breakdown,
     crossing_batch,
@@ -498,6 +499,68 @@ def op_cost(kind: str, size: int, *, dtype: str = "fp16", d_model: int = 4096) -
         d_model = _validate.positive_int("d_model", d_model)
         return linear_cost(size, d_model, d_model, dtype=dtype)
     raise KeyError(f"kind {kind!r} is unknown; choose one of {list(OP_KINDS)}")
+
+
+OP_ROOFS: Mapping[str, Roof] = MappingProxyType(
+    {
+        "relu": "vector",
+        "add": "vector",
+        "sum": "vector",
+        "matmul": "tensor",
+        "linear": "tensor",
+    }
+)
+"""Compute ceiling of each of :data:`OP_KINDS`: tensor cores only multiply matrices.
+
+Elementwise work and reductions run on the plain (CUDA-core) units, whose
+peak is :meth:`helpers.hardware.Accelerator.vector_flops`; matmuls and
+linear layers on the tensor cores (for ``fp32``, the plain FP32 rate),
+:meth:`helpers.hardware.Accelerator.flops`.
+"""
+
+
+def op_roof(kind: str) -> Roof:
+    """``'vector'`` or ``'tensor'``: which compute ceiling the operation ``kind`` runs under (:data:`OP_ROOFS`).
+
+    >>> op_roof("relu"), op_roof("matmul")
+    ('vector', 'tensor')
+    """
+    key = _validate.name("kind", kind)
+    if key not in OP_ROOFS:
+        raise KeyError(f"kind {kind!r} is unknown; choose one of {list(OP_KINDS)}")
+    return OP_ROOFS[key]
+
+
+def op_breakdown(
+    kind: str,
+    size: int,
+    acc: str | Accelerator,
+    *,
+    dtype: str = "fp16",
+    overhead: float = 0.0,
+    d_model: int = 4096,
+) -> TimeBreakdown:
+    """The time model's terms for one named operation on ``acc``, on the ceiling it runs under.
+
+    :func:`helpers.roofline.breakdown` of :func:`op_cost` with ``roof`` =
+    :func:`op_roof`: a ReLU's compute term uses the vector peak, a matmul's
+    the tensor-core peak. Parameters as in :func:`op_cost`, plus the device
+    and the fixed ``overhead`` per call (s). ``KeyError`` if ``acc`` has no
+    peak of that kind for ``dtype`` (most devices list no 8-bit vector peak).
+
+    >>> t = op_breakdown("relu", 2**24, "H100 SXM", dtype="fp16")
+    >>> round(t.compute_s * 1e9), t.bound
+    (125, 'memory')
+    """
+    cost = op_cost(kind, size, dtype=dtype, d_model=d_model)
+    return breakdown(
+        cost.flops,
+        cost.bytes,
+        acc,
+        dtype=dtype,
+        overhead=overhead,
+        roof=op_roof(kind),
+    )
 
 
 def critical_batch_size(

@@ -87,13 +87,29 @@ class TimeBreakdown:
     comm_s: float = 0.0
 
 
-def ridge_point(acc: str | Accelerator, *, dtype: str = "fp16") -> float:
+def ridge_point(
+    acc: str | Accelerator, *, dtype: str = "fp16", roof: Roof = "tensor"
+) -> float:
     """Arithmetic intensity (FLOP/byte) at which compute and memory time are equal.
 
-    ``peak_flops[dtype] / memory_bandwidth``: below it a kernel is memory-bound.
+    ``peak / memory_bandwidth``: below it a kernel is memory-bound. The peak
+    is the tensor-core one (:meth:`helpers.hardware.Accelerator.flops`) for
+    ``roof="tensor"``, the plain units' (:meth:`helpers.hardware.Accelerator.vector_flops`),
+    where elementwise work runs, for ``roof="vector"``.
+
+    >>> round(ridge_point("H100 SXM", dtype="fp16")), round(ridge_point("H100 SXM", dtype="fp16", roof="vector"))
+    (295, 40)
     """
     device = get_accelerator(acc)
-    return device.flops(dtype) / device.memory_bandwidth
+    return _peak(device, dtype, roof) / device.memory_bandwidth
+
+
+def _peak(device: Accelerator, dtype: str, roof: Roof) -> float:
+    if roof == "tensor":
+        return device.flops(dtype)
+    if roof == "vector":
+        return device.vector_flops(dtype)
+    raise ValueError(f"roof must be 'tensor' or 'vector', got {roof!r}")
 
 
 def attainable_flops(
@@ -166,12 +182,7 @@ def breakdown(
     overlap = _validate.non_negative("overlap", overlap)
     if overlap > 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
-    if roof == "tensor":
-        peak = device.flops(dtype)
-    elif roof == "vector":
-        peak = device.vector_flops(dtype)
-    else:
-        raise ValueError(f"roof must be 'tensor' or 'vector', got {roof!r}")
+    peak = _peak(device, dtype, roof)
     compute = flops / (n_gpus * mfu * peak)
     memory = bytes_ / (n_gpus * device.memory_bandwidth)
     if overhead > max(compute, memory):
@@ -270,13 +281,14 @@ def crossing_batch(
 ) -> float:
     """Batch at which compute time equals memory time, for FLOP proportional to the batch.
 
-    With ``flops = f1 B`` and ``bytes = b0 + b1 B`` (weights ``b0`` read once,
-    activations or KV cache ``b1`` per sample; read off the costs at ``B = 1``
-    and ``B = 2``, checked at ``B = 4``), compute time equals memory time where
-    ``f1 B / (mfu peak) = (b0 + b1 B) / bandwidth``, i.e. with the effective
-    ridge ``r = mfu * peak / bandwidth``
+    With ``flops = f1 b`` and ``bytes = B0 + B1 b`` for a batch of ``b``
+    samples (weights ``B0`` bytes read once per step, activations or KV cache
+    ``B1`` bytes per sample; read off the costs at ``b = 1`` and ``b = 2``,
+    checked at ``b = 4``), compute time equals memory time where
+    ``f1 b / (mfu P) = (B0 + B1 b) / W``, i.e. with the effective ridge
+    ``I* = mfu P / W``
 
-        ``B* = r b0 / (f1 - r b1)``.
+        ``b* = I* B0 / (f1 - I* B1)``.
 
     This is the book's *critical batch* for every layer and step: a linear
     layer (:func:`helpers.ops.critical_batch_size`), an MLP, a convolution,
@@ -297,9 +309,9 @@ def crossing_batch(
     Returns
     -------
     float
-        ``B*`` in samples, not rounded. Below 1: compute-bound already at
+        ``b*`` in samples, not rounded. Below 1: compute-bound already at
         batch 1 (``0.0`` when nothing is read once per step); ``inf`` if the
-        intensity never reaches the ridge (``f1 <= r b1``: the per-sample
+        intensity never reaches the ridge (``f1 <= I* B1``: the per-sample
         bytes alone are too many per FLOP).
     """
     if not callable(cost_of_batch):
@@ -307,16 +319,19 @@ def crossing_batch(
     mfu = _validate.fraction("mfu", mfu)
     ridge = mfu * ridge_point(acc, dtype=dtype)
     c1, c2, c4 = (cost_of_batch(b) for b in (1, 2, 4))
-    f1, b1 = c1.flops, c2.bytes - c1.bytes
-    b0 = c1.bytes - b1
+    f1, per_sample_bytes = c1.flops, c2.bytes - c1.bytes
+    fixed_bytes = c1.bytes - per_sample_bytes
     proportional = all(
         math.isclose(c.flops, k * f1, rel_tol=1e-9) for c, k in ((c2, 2), (c4, 4))
     )
-    if not (proportional and math.isclose(c4.bytes, b0 + 4 * b1, rel_tol=1e-9)):
+    if not (
+        proportional
+        and math.isclose(c4.bytes, fixed_bytes + 4 * per_sample_bytes, rel_tol=1e-9)
+    ):
         raise ValueError(
             "cost_of_batch must have flops proportional to the batch and bytes affine in it"
         )
-    slope = f1 - ridge * b1
+    slope = f1 - ridge * per_sample_bytes
     if slope <= 0:
         return math.inf
-    return max(0.0, ridge * b0 / slope)
+    return max(0.0, ridge * fixed_bytes / slope)

@@ -62,6 +62,18 @@ def test_two_ceilings_default_is_a_memory_bound_relu_on_a_t4():
     assert len(calc.ax.get_lines()) == 5  # three terms, the total, the chosen size
 
 
+def test_two_ceilings_puts_elementwise_work_on_the_vector_roof():
+    """Tensor cores only multiply matrices: a 2**24-element fp16 ReLU on a T4 runs on its 16.2 TFLOP/s
+    vector units, 2**24 / 16.2e12 = 1.04 µs (not 2**24 / 65e12 = 258 ns), against a vector ridge of
+    16.2e12 / 320e9 = 51; a fp16 matmul stays on the 65 TFLOP/s tensor cores (ridge 203)."""
+    calc = calculators.two_ceilings()
+    summary = calc.update()
+    assert "Compute 1.04 µs" in summary and "ridge of 51 on the vector units" in summary
+    calc.controls["op"].value = "matmul"
+    calc.controls["size"].value = 4096
+    assert "ridge of 203 on the tensor cores" in calc.update()
+
+
 def test_two_ceilings_matmul_and_overhead_settings():
     """A 4096**3 fp16 matmul on a T4: 2 * 4096**3 / 65e12 = 2.11 ms, compute-bound. A 1,000-element ReLU
     on an H100 moves 4 kB in 1.2 ns: 5 µs of overhead dominates."""
@@ -82,7 +94,8 @@ def test_two_ceilings_bad_input_shows_a_message():
     calc.controls["size"].value = 2**20
     assert (
         calc.update()
-        == "**Input error:** size must be at most 65,536 for matmul; got 1,048,576"
+        == "**Input error:** size must be at most 65,536 for matmul (the calculator's limit); "
+        "got 1,048,576"
     )
     calc.controls["size"].value = 1024
     calc.controls["dtype"].value = "bf16"
@@ -148,9 +161,28 @@ def test_batched_layer_default_is_llama2_mlp_on_an_a100():
     = 55.5 µs; memory-bound, 141 µs with 5 µs overhead."""
     calc = calculators.batched_layer()
     summary = calc.update()
-    assert "step time **141 µs**" in summary and "**memory-bound**" in summary
-    assert "Compute 55.5 µs, memory 136 µs, overhead 5 µs" in summary
-    assert "Predicted knee: batch 161" in summary
+    first, second = summary.split("*Second-order prediction*")
+    assert "*First-order bound*" in first and "step **141 µs**" in first
+    assert "memory-bound; knee batch 161" in first
+    assert "First-order terms: compute 55.5 µs, memory 136 µs, overhead 5 µs" in second
+
+
+def test_batched_layer_second_order_uses_the_published_fractions():
+    """The second-order line is the same sweep on the T4's published ceilings, 38 % of 65 TFLOP/s and
+    75 % of 320 GB/s (appendix/gpu_measurements): a 4096 x 4096 fp16 layer's knee falls from 225 to
+    r' w N / (2N - r' w 2d) with r' = 203.1 * 0.3846 / 0.75 = 104.2: 109.7, and at batch 64 the
+    memory-bound step is 108 µs / 0.75 + 5 µs = 149 µs, slower than the 113 µs bound."""
+    calc = calculators.batched_layer()
+    calc.controls["shape"].value = "linear layer"
+    calc.controls["acc"].value = "T4"
+    calc.controls["width_1"].value = 4096
+    calc.controls["width_2"].value = 4096
+    first, second = calc.update().split("*Second-order prediction*")
+    assert "step **113 µs**" in first and "knee batch 225" in first
+    assert "38% of the compute peak and 75% of the bandwidth" in second
+    assert "Step **149 µs**" in second and "knee batch 110" in second
+    labels = [line.get_label() for line in calc.ax.get_lines()]
+    assert "step time, second-order (measured ceilings)" in labels
 
 
 def test_batched_layer_linear_settings():
@@ -162,15 +194,15 @@ def test_batched_layer_linear_settings():
     calc.controls["acc"].value = "H100 SXM"
     calc.controls["width_1"].value = 512
     calc.controls["width_2"].value = 512
-    assert "Predicted knee: never (too narrow to reach the ridge)" in calc.update()
+    assert "knee never (too narrow)" in calc.update()
     calc.controls["acc"].value = "A100 SXM4 80GB"
     calc.controls["width_1"].value = 4096
     calc.controls["width_2"].value = 4096
     fp16 = calc.update()
     calc.controls["weights"].value = "int8"
     int8 = calc.update()
-    assert "Predicted knee: batch 165" in fp16
-    assert "Predicted knee: batch 83" in int8 and "int8 weights" in int8
+    assert "knee batch 165" in fp16
+    assert "knee batch 83" in int8 and "int8 weights" in int8
 
 
 def test_batched_layer_bad_input_shows_a_message():

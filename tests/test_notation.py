@@ -13,8 +13,8 @@ NOTATION = ROOT / "appendix" / "notation.md"
 
 
 def _symbols() -> list[str]:
-    """First cell of every row of the symbol tables (not the "What changes where" table)."""
-    text = NOTATION.read_text(encoding="utf-8").split("## What changes where")[0]
+    """First cell of every row of the symbol tables."""
+    text = NOTATION.read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     cells = [row.split("|")[1].strip() for row in rows]
     return [c for c in cells if c not in ("symbol", "---")]

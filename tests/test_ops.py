@@ -804,3 +804,31 @@ def test_layer_properties():
     assert fc.params == 2048 * 1000 + 1000
     assert first.macs == first.cost.flops / 2
     assert isinstance(ops.Layer, type)
+
+
+def test_op_roof_puts_elementwise_work_on_the_vector_units():
+    """Tensor cores only multiply matrices: ReLU, add and sum run on the vector units."""
+    assert [ops.op_roof(k) for k in ("relu", "add", "sum")] == ["vector"] * 3
+    assert [ops.op_roof(k) for k in ("matmul", "linear")] == ["tensor"] * 2
+    assert set(ops.OP_ROOFS) == set(ops.OP_KINDS)
+    with pytest.raises(KeyError, match="kind"):
+        ops.op_roof("softmax")
+
+
+def test_op_breakdown_hand_values():
+    """An fp16 ReLU of 2**24 elements on an H100 SXM: compute on the 133.8 TFLOP/s vector peak,
+    2**24 / 133.8e12 = 125 ns (not 17 ns on the 989 TFLOP/s tensor cores); memory
+    4 * 2**24 / 3.35e12 = 20.0 µs. A 4096**3 fp16 matmul: 2 * 4096**3 / 989.4e12 = 139 µs."""
+    relu = ops.op_breakdown("relu", 2**24, "H100 SXM", dtype="fp16", overhead=5e-6)
+    assert relu.compute_s == pytest.approx(2**24 / 133.8e12, rel=1e-3)
+    assert relu.memory_s == pytest.approx(4 * 2**24 / 3.35e12, rel=1e-3)
+    assert relu.seconds == pytest.approx(relu.memory_s + 5e-6)
+    matmul = ops.op_breakdown("matmul", 4096, "H100 SXM", dtype="fp16")
+    assert matmul.compute_s == pytest.approx(2 * 4096**3 / 989.4e12, rel=1e-3)
+    assert matmul.bound == "compute"
+
+
+def test_op_breakdown_needs_a_vector_peak_for_elementwise_work():
+    """The catalog lists no 8-bit vector peak: an fp8 ReLU is an input error naming the dtype."""
+    with pytest.raises(KeyError, match="dtype"):
+        ops.op_breakdown("relu", 1024, "H100 SXM", dtype="fp8")

@@ -101,6 +101,19 @@ def test_ridge_t4_fp16():
     )  # 76.5 (A100 80GB datasheet)
 
 
+def test_ridge_on_the_vector_roof():
+    """Elementwise work runs on the plain units: the H100 SXM's fp16 vector ridge is
+    133.8e12 / 3.35e12 = 39.9 FLOP/byte, the T4's 16.2e12 / 320e9 = 50.6; an unknown roof is an error."""
+    assert_allclose(
+        ridge_point("H100 SXM", dtype="fp16", roof="vector"),
+        133.8e12 / 3.35e12,
+        rtol=1e-9,
+    )
+    assert_allclose(ridge_point("T4", dtype="fp16", roof="vector"), 50.625, rtol=1e-9)
+    with pytest.raises(ValueError, match="roof"):
+        ridge_point("T4", roof="matrix")  # type: ignore[arg-type]
+
+
 def test_ridge_accepts_accelerator_object():
     """A hand-built (e.g. measured) Accelerator works wherever a name does."""
     toy = Accelerator("toy", {"fp32": 1e12}, 1e10, 1e9, "https://example.org", "toy")

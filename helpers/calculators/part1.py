@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .. import (
+    achievable,
     batching,
     convnets,
     formatting,
@@ -56,9 +57,12 @@ def render_two_ceilings(
     """Chapter 1's calculator: the compute, memory and overhead terms of ``op`` against its size.
 
     Draws ``F/P``, ``B/W``, the overhead ``t0`` and their total
-    (:func:`helpers.roofline.breakdown` of :func:`helpers.ops.op_cost`) for
-    sizes from 1 to :data:`OP_SIZE_LIMITS`, shades the regimes and marks
-    ``size`` (rounded to a whole number); returns which ceiling binds there.
+    (:func:`helpers.ops.op_breakdown`: elementwise ops and sums on the vector
+    peak, matmuls on the tensor-core peak) for sizes from 1 to
+    :data:`OP_SIZE_LIMITS`, shades the regimes and marks ``size`` (rounded to
+    a whole number); returns which ceiling binds there. Input errors name
+    the limit: a size above ``OP_SIZE_LIMITS[op]`` (``ValueError``) or a
+    dtype the device has no peak for, such as bf16 on a T4 (``KeyError``).
 
     Parameters
     ----------
@@ -66,7 +70,8 @@ def render_two_ceilings(
     acc : str
         A catalog name (:func:`helpers.hardware.get_accelerator`).
     dtype : str
-        Storage dtype and peak (``KeyError`` if the device has no such peak).
+        Storage dtype and peak (``KeyError`` if the device has no such peak,
+        on the vector units for relu, add and sum).
     op : str
         One of :data:`helpers.ops.OP_KINDS`.
     size : float
@@ -81,14 +86,18 @@ def render_two_ceilings(
     limit = OP_SIZE_LIMITS[op]
     n = int(round(size))
     if n > limit:
-        raise ValueError(f"size must be at most {limit:,} for {op}; got {n:,}")
+        raise ValueError(
+            f"size must be at most {limit:,} for {op} (the calculator's limit); got {n:,}"
+        )
+    if dtype not in device.peak_flops:
+        raise KeyError(
+            f"dtype {dtype!r}: the {device.name} has no {dtype} peak; choose one of "
+            f"{list(device.peak_flops)}"
+        )
     overhead = overhead_us * 1e-6
 
     def parts(s: int) -> roofline.TimeBreakdown:
-        cost = ops.op_cost(op, s, dtype=dtype)
-        return roofline.breakdown(
-            cost.flops, cost.bytes, device, dtype=dtype, overhead=overhead
-        )
+        return ops.op_breakdown(op, s, device, dtype=dtype, overhead=overhead)
 
     chosen = parts(n)
     sizes = np.unique(np.geomspace(1, limit, 200).round().astype(int))
@@ -142,11 +151,16 @@ def render_two_ceilings(
     ax.set_title(f"{op} in {dtype} on {device.name}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=plots.SMALL)
     cost = ops.op_cost(op, n, dtype=dtype)
+    roof = ops.op_roof(op)
+    tensor_units = "FP32 units" if dtype == "fp32" else "tensor cores"
+    units = tensor_units if roof == "tensor" else "vector units"
+    ridge = roofline.ridge_point(device, dtype=dtype, roof=roof)
     return (
-        f"**{op}, size {n:,}, {dtype} on {device.name}**: {format_si(cost.flops, 'FLOP')}, "
-        f"{format_si(cost.bytes, 'B')}, intensity {formatting.format_intensity(cost.intensity)} FLOP/byte "
-        f"(ridge {roofline.ridge_point(device, dtype=dtype):,.0f}).  \n"
-        f"compute {format_si(chosen.compute_s, 's')} · memory {format_si(chosen.memory_s, 's')} · "
+        f"**{op}, size {n:,}, {dtype} on {device.name}**. "
+        f"It does {format_si(cost.flops, 'FLOP')} and moves {format_si(cost.bytes, 'B')}: "
+        f"intensity {formatting.format_intensity(cost.intensity)} FLOP/byte, against a ridge of "
+        f"{ridge:,.0f} on the {units} it runs on.  \n"
+        f"Compute {format_si(chosen.compute_s, 's')} · memory {format_si(chosen.memory_s, 's')} · "
         f"overhead {format_si(chosen.overhead_s, 's')} → "
         f"**{format_si(chosen.seconds, 's')}, {chosen.bound}-bound**."
     )
@@ -311,6 +325,13 @@ def render_batched_layer(
     (:func:`helpers.ops.critical_batch_size` or
     :func:`helpers.roofline.crossing_batch` of :func:`helpers.ops.mlp_cost`).
 
+    Two models, labelled as such: the *first-order bound* on the datasheet
+    ceilings, and the *second-order prediction*, the same sweep on the
+    ceilings published measurements reach on that GPU
+    (:func:`helpers.achievable.achievable_device`, the fractions of
+    ``appendix/gpu_measurements``), drawn dotted. Input errors: a dtype the
+    device lacks (``KeyError``), a width or batch below 1 (``ValueError``).
+
     Parameters
     ----------
     weights : str
@@ -336,54 +357,102 @@ def render_batched_layer(
     overhead = overhead_us * 1e-6
     grid = np.unique(np.r_[np.geomspace(1, 65536, 160).round(), batch].astype(int))
     gated = LAYER_SHAPES[shape]
+    device = hardware.get_accelerator(acc)
+    measured = achievable.achievable_device(device, dtype)
+    first, knee = _layer_sweep(
+        device, grid, dtype, wdtype, gated, width_1, width_2, overhead
+    )
+    second, knee_2 = _layer_sweep(
+        measured, grid, dtype, wdtype, gated, width_1, width_2, overhead
+    )
+    twin = plots.draw_sweep(ax, first, knee=knee, mark=batch)
+    for line in ax.get_lines():
+        if line.get_label() == "step time":
+            line.set_label("step time, first-order bound")
+    ax.loglog(
+        first.batch,
+        second.seconds,
+        color="C0",
+        ls=":",
+        lw=2,
+        label="step time, second-order (measured ceilings)",
+    )
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = twin.get_legend_handles_labels()
+    twin.legend(  # below the axes, off the data
+        handles + more,
+        labels + more_labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=3,
+        fontsize=plots.SMALL,
+        frameon=False,
+    )
+    i = int(np.flatnonzero(first.batch == batch)[0])
+    compute_share, memory_share = achievable.fractions(device, dtype)
+
+    def knee_text(k: float) -> str:
+        return "never (too narrow)" if not np.isfinite(k) else f"batch {k:,.0f}"
+
+    return (
+        f"**{shape}, {width_1} × {width_2}, {dtype} compute, {wdtype or dtype} weights, "
+        f"{device.name}, batch {batch:,}**.  \n"
+        f"*First-order bound* (datasheet ceilings, no GPU beats it): step "
+        f"**{format_si(first.seconds[i], 's')}**, **{first.throughput[i]:,.0f} tokens/s**, "
+        f"{first.bound[i]}-bound; knee {knee_text(knee)}.  \n"
+        f"*Second-order prediction* (the ceilings published measurements reach, "
+        f"{compute_share:.0%} of the compute peak and {memory_share:.0%} of the bandwidth). "
+        f"Step **{format_si(second.seconds[i], 's')}**, "
+        f"**{second.throughput[i]:,.0f} tokens/s**, {second.bound[i]}-bound; "
+        f"knee {knee_text(knee_2)}.  \n"
+        f"First-order terms: compute {format_si(first.compute_s[i], 's')}, "
+        f"memory {format_si(first.memory_s[i], 's')}, overhead {format_si(overhead, 's')}."
+    )
+
+
+def _layer_sweep(
+    device: hardware.Accelerator,
+    grid: np.ndarray,
+    dtype: str,
+    wdtype: str | None,
+    gated: bool | None,
+    width_1: int,
+    width_2: int,
+    overhead: float,
+) -> tuple[batching.BatchSweep, float]:
+    """The sweep of :func:`render_batched_layer` on ``device``, and its critical batch."""
     if gated is None:
         sweep = batching.linear_sweep(
             grid,
             width_1,
             width_2,
-            acc,
+            device,
             dtype=dtype,
             weight_dtype=wdtype,
             overhead=overhead,
         )
         knee = ops.critical_batch_size(
-            acc, dtype=dtype, weight_dtype=wdtype, d_in=width_1, d_out=width_2
+            device, dtype=dtype, weight_dtype=wdtype, d_in=width_1, d_out=width_2
         )
-    else:
-        sweep = batching.mlp_sweep(
-            grid,
-            width_1,
-            width_2,
-            acc,
-            dtype=dtype,
-            gated=gated,
-            weight_dtype=wdtype,
-            overhead=overhead,
-        )
-        knee = roofline.crossing_batch(
-            lambda b: ops.mlp_cost(
-                b, width_1, width_2, dtype=dtype, gated=gated, weight_dtype=wdtype
-            ),
-            acc,
-            dtype=dtype,
-        )
-    plots.draw_sweep(ax, sweep, knee=knee, mark=batch)
-    i = int(np.flatnonzero(sweep.batch == batch)[0])
-    knee_text = (
-        "never (too narrow to reach the ridge)"
-        if not np.isfinite(knee)
-        else f"batch {knee:,.0f}"
+        return sweep, knee
+    sweep = batching.mlp_sweep(
+        grid,
+        width_1,
+        width_2,
+        device,
+        dtype=dtype,
+        gated=gated,
+        weight_dtype=wdtype,
+        overhead=overhead,
     )
-    return (
-        f"**{shape}, {width_1} × {width_2}, {dtype} compute, {wdtype or dtype} weights "
-        f"on the {sweep.accelerator}, batch {batch:,}:** "
-        f"step time **{format_si(sweep.seconds[i], 's')}**, "
-        f"throughput **{sweep.throughput[i]:,.0f} tokens/s** "
-        f"(samples/s), **{sweep.bound[i]}-bound**. Compute {format_si(sweep.compute_s[i], 's')}, "
-        f"memory {format_si(sweep.memory_s[i], 's')}, overhead {format_si(overhead, 's')}. "
-        f"Predicted knee: {knee_text}; "
-        f"best throughput in the sweep {sweep.throughput.max():,.0f} tokens/s."
+    knee = roofline.crossing_batch(
+        lambda b: ops.mlp_cost(
+            b, width_1, width_2, dtype=dtype, gated=gated, weight_dtype=wdtype
+        ),
+        device,
+        dtype=dtype,
     )
+    return sweep, knee
 
 
 def batched_layer_controls() -> dict[str, Any]:
