@@ -42,14 +42,27 @@ def _question(entry: dict[str, Any], page_uri: str = "") -> list[nodes.Node]:
         for child in paragraph.children:
             if _is_citation(child):
                 continue
-            kept.append(child.deepcopy())
+            kept.append(_unlinked(child.deepcopy()))
         for piece in kept:
             if isinstance(piece, nodes.Element):
                 for inner in list(piece.findall(_is_citation)):
                     inner.parent.remove(inner)
+                for inner in list(piece.findall(addnodes.pending_xref)):
+                    inner.replace_self(_unlinked(inner))
                 _anchor_to_page(piece, page_uri)
         return [_tidy_space(piece) for piece in kept]
     return []
+
+
+def _unlinked(node: nodes.Node) -> nodes.Node:
+    """A cross-reference Sphinx had not resolved when the question was copied, as its plain text.
+
+    A link to another page (``[Chapter 8](08_latency_targets.ipynb)``) can still be a
+    ``pending_xref`` in the copy; left so, no writer knows the node. Its words stay, unlinked.
+    """
+    if isinstance(node, addnodes.pending_xref):
+        return nodes.inline("", "", *(child.deepcopy() for child in node.children))
+    return node
 
 
 def _is_citation(node: nodes.Node) -> bool:

@@ -205,7 +205,7 @@ def datasheet_memory(acc: str | Accelerator) -> float:
 
     For the GDDR parts with ECC on by default (T4, L4, A10G) this is more than
     :attr:`Accelerator.memory_capacity`, which stores what the driver reports
-    (:data:`DATASHEET_MEMORY`); for every other entry the two are the same.
+    (``DATASHEET_MEMORY``); for every other entry the two are the same.
     Raises ``KeyError`` for a name the catalog does not know.
 
     >>> datasheet_memory("T4") / GIB, get_accelerator("T4").memory_capacity / GIB

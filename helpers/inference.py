@@ -20,7 +20,7 @@ assumptions are added, both stated where used:
   smaller by its activation peak. One value is used everywhere in the book.
   Memory capacities are what the driver reports: the datasheet's figures
   read as GiB for HBM parts, less for GDDR parts with ECC on (T4, L4, A10G;
-  see :data:`helpers.hardware.DATASHEET_MEMORY`).
+  see :func:`helpers.hardware.datasheet_memory`).
 * with ``n_gpus > 1`` every byte of KV cache is stored once across the
   devices. That holds for MHA/GQA heads sharded by tensor parallelism, and for
   MLA only with data-parallel attention (each device holds whole sequences);

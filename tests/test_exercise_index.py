@@ -47,6 +47,32 @@ def test_question_is_whole_and_same_page_links_point_at_its_page():
     assert not any(isinstance(n, nodes.footnote_reference) for n in kept)
 
 
+def test_unresolved_cross_page_link_keeps_its_words_without_the_node():
+    """A link to another page that is still a ``pending_xref`` when the question is copied (which
+    no HTML writer can write) becomes its plain words, at top level and nested in emphasis."""
+    from sphinx import addnodes
+
+    def xref(text: str) -> addnodes.pending_xref:
+        ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="08")
+        ref += nodes.inline("", text)
+        return ref
+
+    entry = _entry(
+        nodes.Text("Using "),
+        xref("Chapter 8"),
+        nodes.Text("'s batch and "),
+        nodes.emphasis("", "", xref("its table")),
+    )
+    kept = exercise_index._question(entry)
+    assert "".join(n.astext() for n in kept) == "Using Chapter 8's batch and its table"
+    assert not any(
+        isinstance(n, addnodes.pending_xref)
+        for piece in kept
+        if isinstance(piece, nodes.Element)
+        for n in [piece, *piece.findall(addnodes.pending_xref)]
+    )
+
+
 @pytest.mark.skipif(not INDEX_HTML.exists(), reason="book not built (make book)")
 def test_built_index_has_no_dead_same_page_anchor():
     """Every "#anchor" link on the built index page names an id on that page (R4)."""

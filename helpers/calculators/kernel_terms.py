@@ -59,7 +59,7 @@ TERMS: tuple[str, ...] = (
 def matmul_terms_s(n: int, acc: str | hardware.Accelerator, dtype: str) -> list[float]:
     """Seconds of an ``n``-cube ``dtype`` matmul with each term of Chapter 3 added in turn.
 
-    The four values are :data:`TERMS`: the datasheet roofline of the
+    The four values are ``TERMS``: the datasheet roofline of the
     product with a ``dtype`` result (Chapter 2's); then, with an fp32 result as
     the published cuBLAS runs write it, the
     achievable ceilings with tiles, waves and split-K; plus the GPU's floor
