@@ -59,6 +59,16 @@ def test_default_summary_matches_the_chapter(ax):
     assert f"**{rho:.0%} busy**" in text
 
 
+def test_the_legend_names_the_step_it_draws(ax):
+    """Every chunk is costed as a full chunk that ends the prompt, and the legend says so
+    (the chapter's table uses the same words)."""
+    cl.render_latency_targets(ax, **cl.latency_targets().values())
+    assert (
+        ax.get_legend_handles_labels()[1][0]
+        == "step with a full chunk ending the prompt"
+    )
+
+
 def test_a_target_below_one_prefill_is_said_not_raised(ax):
     """A TTFT target shorter than the prefill gets a sentence, not a traceback."""
     values = cl.latency_targets().values() | {"ttft_s": 0.1}

@@ -36,7 +36,7 @@ def render_latency_targets(
     tbt_ms: float,
     ttft_s: float,
 ) -> str:
-    """Chapter 8: the step that carries a prompt's last chunk, against the chunk size, beside the TBT target.
+    """Chapter 8: the step that carries a full chunk ending a prompt, against the chunk size, beside the TBT target.
 
     The decode batch is the largest whose step meets ``tbt_ms`` at ``context``
     (:func:`helpers.inference.max_batch_under_slo`). Each chunk is costed as the
@@ -71,7 +71,10 @@ def render_latency_targets(
         for c in chunks
     ]
     ax.loglog(
-        chunks, np.array(steps) * 1e3, marker="o", label="step with the last chunk"
+        chunks,
+        np.array(steps) * 1e3,
+        marker="o",
+        label="step with a full chunk ending the prompt",
     )
     ax.axhline(alone * 1e3, color="C2", linestyle=":", label="decode alone")
     ax.axhline(tbt_ms, color="C3", linestyle="--", label=f"TBT target {tbt_ms:g} ms")
