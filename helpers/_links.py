@@ -24,7 +24,7 @@ _LINKS: tuple[Link, ...] = (
         "ConnectX-6 (200 Gb/s)",
         200e9 / 8,
         2e-6,
-        "https://www.nvidia.com/content/dam/en-zz/Solutions/networking/infiniband-adapters/infiniband-connectx6-dx-datasheet.pdf",
+        "https://docs.nvidia.com/networking/display/ConnectX6VPI/Introduction",
         "One 200 Gb/s port, InfiniBand HDR or Ethernet. " + _RDMA_LATENCY,
         ("cx6", "connectx-6", "cx-6"),
     ),

@@ -431,6 +431,35 @@ def measured_accelerator(
         d: measure_matmul_flops(d, n=n, repeats=repeats, dev=dev).value for d in dtypes
     }
     bandwidth = measure_memory_bandwidth(nbytes, repeats=repeats, dev=dev).value
+    return accelerator_from_measurements(peaks, bandwidth, dev=dev)
+
+
+def accelerator_from_measurements(
+    peak_flops: dict[str, float],
+    memory_bandwidth: float,
+    dev: Any = None,
+    source: str = "measured by helpers.bench on this machine",
+) -> Accelerator:
+    """The :class:`~helpers.hardware.Accelerator` of measured ceilings on ``dev``.
+
+    ``peak_flops`` maps dtype to the achieved matmul FLOP/s, ``memory_bandwidth`` is the achieved
+    copy bandwidth in bytes/s; the capacity, in bytes, is the device's (the host's RAM on a CPU).
+    A lab that swept sizes passes its best values here, so one set of ceilings serves the whole page.
+
+    >>> acc = accelerator_from_measurements({"fp32": 50e9}, 10e9, dev="cpu")
+    >>> acc.flops("fp32"), acc.memory_bandwidth, acc.memory_capacity > 0
+    (50000000000.0, 10000000000.0, True)
+    """
+    if not peak_flops or any(not v > 0 for v in peak_flops.values()):
+        raise ValueError(
+            f"peak_flops must map dtypes to positive FLOP/s, got {peak_flops!r}"
+        )
+    if not memory_bandwidth > 0:
+        raise ValueError(
+            f"memory_bandwidth must be positive bytes/s, got {memory_bandwidth!r}"
+        )
+    torch = _torch()
+    dev = device() if dev is None else torch.device(dev)
     if dev.type == "cuda":
         capacity = float(torch.cuda.get_device_properties(dev).total_memory)
     else:
@@ -439,9 +468,9 @@ def measured_accelerator(
         capacity = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     return Accelerator(
         name=f"measured: {device_name(dev)}",
-        peak_flops=peaks,
-        memory_bandwidth=bandwidth,
+        peak_flops=dict(peak_flops),
+        memory_bandwidth=memory_bandwidth,
         memory_capacity=capacity,
-        source="measured by helpers.bench on this machine",
-        notes="Achieved, not peak: large matmul and device copy throughput measured on this machine.",
+        source=source,
+        notes="Achieved, not peak: matmul and device copy throughput measured on this machine.",
     )

@@ -132,7 +132,7 @@ def elementwise_bytes(kernels: list[Kernel]) -> float:
     return sum(k.cost.bytes for k in kernels if not k.matrix)
 
 
-def bytes_saved(batch: int = 1, *, dtype: str = "fp16", image_size: int = 224) -> float:
+def bytes_saved(batch: int, *, dtype: str = "fp16", image_size: int = 224) -> float:
     """Bytes one ResNet-50 forward pass moves less when fused than eager (bytes).
 
     The difference of the two lists of :func:`resnet50_kernels`: the batch

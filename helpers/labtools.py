@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from .hardware import Accelerator, from_device_name
 
 # The public names, the re-exported ones among them, in the order the API reference shows them.
 __all__ = [
+    "CPU_FLOP_PER_CYCLE",
     "relative_error",
     "Comparison",
     "TimedSweep",
@@ -552,6 +554,20 @@ def timed_sweep_past_knee(
     return sweep
 
 
+CPU_FLOP_PER_CYCLE: Mapping[str, float] = MappingProxyType(
+    {
+        "fp64": 32.0,  # 2 AVX-512 FMA units x 8 lanes x 2 FLOP
+        "fp32": 64.0,  # 2 AVX-512 FMA units x 16 lanes x 2 FLOP
+        "bf16": 2048.0,  # AMX-BF16: 1,024 multiply-adds per cycle per core (Intel)
+        "fp16": 2048.0,  # AMX-FP16, as bf16
+        "int8": 4096.0,  # AMX-INT8: 2,048 multiply-adds per cycle per core
+    }
+)
+"""The most FLOP (integer ops for int8) one CPU core's units can retire per cycle, by dtype:
+the ceiling :func:`rate_bounds` multiplies by threads and a 6 GHz clock. A dtype not listed
+gets the largest value."""
+
+
 def rate_bounds(
     device_name: str, dtype: str, threads: int = 1, slack: float = 1.05
 ) -> tuple[float, float]:
@@ -561,15 +577,17 @@ def rate_bounds(
     datasheet peak for ``dtype`` (no bound on FLOP/s if the datasheet lacks the
     dtype) and ``slack`` times its bandwidth; the default 5 % allows for boost
     clocks. Any other GPU: 10 PFLOP/s and 20 TB/s, beyond every accelerator
-    sold by 2026. A CPU: 2,048 FLOP per cycle per thread at 6 GHz (more than
-    any core's vector or matrix units retire) and 2 TB/s. The labs assert that
-    every measured rate lies below these bounds.
+    sold by 2026. A CPU: ``slack`` times the most one core's units retire per
+    cycle in ``dtype`` (:data:`CPU_FLOP_PER_CYCLE`: two 512-bit FMA units for
+    fp32 and fp64, AMX tiles for 16- and 8-bit types) per thread at 6 GHz, and
+    2 TB/s. The labs assert that every measured rate lies below these bounds.
     """
     key = _validate.name("device_name", device_name)
     threads = _validate.positive_int("threads", threads)
     slack = _validate.positive("slack", slack)
     if key.startswith("cpu"):
-        return threads * 6e9 * 2048.0, 2e12
+        per_cycle = CPU_FLOP_PER_CYCLE.get(dtype, max(CPU_FLOP_PER_CYCLE.values()))
+        return slack * threads * 6e9 * per_cycle, 2e12
     datasheet = from_device_name(device_name)
     if datasheet is None:
         return 1e16, 2e13

@@ -269,3 +269,20 @@ def test_amortized_timer_on_the_cpu_is_per_call():
     assert t.method == "CPU clock" and t.calls >= 1 and t.median > 0
     with pytest.raises(ValueError, match="repeats"):
         bench.time_amortized(lambda: None, repeats=0, dev=CPU)
+
+
+def test_accelerator_from_measurements_keeps_the_given_ceilings_and_rejects_bad_ones():
+    """The lab's sweep bests become the Accelerator's ceilings unchanged; a zero or missing
+    ceiling is a ValueError naming the parameter."""
+    acc = bench.accelerator_from_measurements(
+        {"fp32": 4e10, "bf16": 1e9}, 2e10, dev=CPU
+    )
+    assert acc.flops("fp32") == 4e10 and acc.flops("bf16") == 1e9
+    assert acc.memory_bandwidth == 2e10 and acc.memory_capacity > 1e8
+    assert acc.name.startswith("measured: ")
+    with pytest.raises(ValueError, match="peak_flops"):
+        bench.accelerator_from_measurements({}, 2e10, dev=CPU)
+    with pytest.raises(ValueError, match="peak_flops"):
+        bench.accelerator_from_measurements({"fp32": 0.0}, 2e10, dev=CPU)
+    with pytest.raises(ValueError, match="memory_bandwidth"):
+        bench.accelerator_from_measurements({"fp32": 4e10}, 0.0, dev=CPU)

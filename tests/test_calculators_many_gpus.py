@@ -28,7 +28,7 @@ def test_default_summary_reports_the_multigpu_share(ax):
     values = cp.parallelism().values()
     text = cp.render_parallelism(ax, **values)
     share = multigpu.tp_prefill("llama-3-70b", 4096, "H100", 8, "nvlink4").share
-    assert f"**{share:.0%} of the compute bound**" in text
+    assert f"**{share:.0%} of the roofline bound**" in text
     assert "60%" in text
 
 

@@ -90,9 +90,9 @@ def test_bytes_saved_by_hand_count():
     for layer in ops.resnet50_layers()[:-1]:  # every conv; the fc has no BN
         kind = "conv1" if layer.name == "conv1" else layer.name.rsplit(".", 1)[1]
         expected += per_element[kind] * layer.c_out * layer.out_size**2
-    assert_allclose(fusion.bytes_saved(), expected)
+    assert_allclose(fusion.bytes_saved(1), expected)
     assert_allclose(
-        fusion.bytes_saved() / 1e6, 105.0, atol=0.05
+        fusion.bytes_saved(1) / 1e6, 105.0, atol=0.05
     )  # Chapter 3, Question 3
 
 

@@ -303,6 +303,13 @@ def test_rate_bounds():
         labtools.rate_bounds("CPU: x (4 threads)", "fp32", threads=4),
     )
     assert cpu4[0] == pytest.approx(4 * cpu1[0]) and cpu1[1] == 2e12
+    # one core, fp32: 2 AVX-512 FMA units x 16 lanes x 2 FLOP x 6 GHz = 384 GFLOP/s (with 5 % slack)
+    assert cpu1[0] == pytest.approx(1.05 * 2 * 16 * 2 * 6e9)
+    # AMX-BF16 retires 1,024 multiply-adds per cycle: 32x fp32's bound
+    bf16 = labtools.rate_bounds("CPU: x (1 thread)", "bf16")[0]
+    assert bf16 == pytest.approx(32 * cpu1[0])
+    # a measured fp32 rate of 1 TFLOP/s on one thread is no longer plausible
+    assert 1e12 > cpu1[0]
     with pytest.raises(ValueError, match="threads"):
         labtools.rate_bounds("Tesla T4", "fp16", threads=0)
 

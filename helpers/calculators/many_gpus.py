@@ -56,7 +56,7 @@ def render_parallelism(
     context: int,
     algorithm: str,
 ) -> str:
-    """Compute bound and collective time against the tokens (prompt length, or decode batch); summary at ``tokens``.
+    """Roofline bound without communication, and collective time, against the tokens; summary at ``tokens``.
 
     ``tokens`` is the prompt length for a prefill and the batch for a decode
     step (whose sequences hold ``context`` cached tokens each).
@@ -66,8 +66,21 @@ def render_parallelism(
     costs = [
         _cost(strategy, model, acc, n, link, int(t), context, algorithm) for t in sweep
     ]
-    ax.loglog(sweep, [c.compute_s * 1e3 for c in costs], label="compute bound (ms)")
-    ax.loglog(sweep, [c.comm_s * 1e3 for c in costs], ls="--", label="collectives (ms)")
+    ax.loglog(  # a line style and a marker per series, for greyscale
+        sweep,
+        [c.compute_s * 1e3 for c in costs],
+        marker="o",
+        markevery=8,
+        label="bound, no communication (ms)",
+    )
+    ax.loglog(
+        sweep,
+        [c.comm_s * 1e3 for c in costs],
+        ls="--",
+        marker="^",
+        markevery=8,
+        label="collectives (ms)",
+    )
     ax.plot([tokens], [chosen.comm_s * 1e3], "ko", ms=5)
     ax.plot([tokens], [chosen.compute_s * 1e3], "ko", ms=5)
     what = "decode batch (sequences)" if "decode" in strategy else "prompt tokens"
@@ -77,8 +90,8 @@ def render_parallelism(
     ax.legend(loc="upper left", fontsize=plots.SMALL)
     unit = "sequences" if "decode" in strategy else "tokens"
     return (
-        f"At {tokens:,} {unit} the collectives take **{chosen.share:.0%} of the compute bound**. "
-        f"Compute: at least {format_si(chosen.compute_s, 's')}; collectives: "
+        f"At {tokens:,} {unit} the collectives take **{chosen.share:.0%} of the roofline bound**. "
+        f"Work without communication: at least {format_si(chosen.compute_s, 's')}; collectives: "
         f"{format_si(chosen.comm_s, 's')}.  \n"
         f"Serial: {format_si(chosen.serial_s, 's')}; fully overlapped: "
         f"{format_si(chosen.overlapped_s, 's')}."
