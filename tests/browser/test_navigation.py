@@ -9,6 +9,7 @@ the hamburger collapses and restores the sidebar. Each test presses the button a
 from __future__ import annotations
 
 import pytest
+from book_paths import CHAPTERS
 
 PAGE = "chapters/04_batching.html"
 
@@ -145,3 +146,36 @@ def test_wide_formula_on_a_phone_scrolls_with_a_cue(open_page):
     for block in wide:
         assert block["overflow"] in {"auto", "scroll"}
         assert block["background"].count("gradient") == 4
+
+
+# Everything in an article that reaches past the right edge of a phone's screen and is not inside
+# something that scrolls sideways: a reader would either pan the page or lose the text.
+_PAST_THE_EDGE = """() => {
+    const out = [];
+    for (const e of document.querySelectorAll("article.bd-article *")) {
+        const r = e.getBoundingClientRect();
+        if (r.width === 0 || r.right <= window.innerWidth + 2) continue;
+        let p = e.parentElement, scrolls = false;
+        while (p) {
+            if (["auto", "scroll"].includes(getComputedStyle(p).overflowX)) { scrolls = true; break; }
+            p = p.parentElement;
+        }
+        if (!scrolls && e.children.length === 0)
+            out.push(e.tagName + ": " + (e.textContent || "").trim().slice(0, 60));
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_text_runs_past_a_phones_edge(browser, site, chapter):
+    """At 390 px no chapter's text runs past the screen's edge outside a sideways-scrolling block:
+    a long inline literal wraps, and wide tables and formulas scroll in their own boxes (R12, R27)."""
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        page.goto(f"{site}/{chapter}")
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(1500)  # MathJax typesets
+        assert page.evaluate(_PAST_THE_EDGE) == []
+    finally:
+        page.close()
