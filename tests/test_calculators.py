@@ -125,6 +125,19 @@ def test_rooflines_default_table():
     assert len(calc.ax.texts) == 4  # one label per operation
 
 
+def test_rooflines_set_published_gemms_under_their_roof():
+    """On the default H100 SXM fp16 roof the calculator draws the published single GEMMs as
+    crosses; the best (cuBLAS 8192**3 at 762 TFLOP/s, helpers/data/published/gemm.csv) reaches
+    762 / 989.4 = 77 % of its roof, and none exceeds it. The T4 alone has none."""
+    calc = calculators.rooflines()
+    summary = calc.update()
+    assert "The best reaches 77% of its roof" in summary
+    crosses = [line for line in calc.ax.get_lines() if line.get_marker() == "x"]
+    assert len(crosses) == 1 and "H100 SXM fp16" in crosses[0].get_label()
+    calc.controls["accelerators"].value = ("T4",)
+    assert "Crosses" not in calc.update()
+
+
 def test_rooflines_other_selection_skips_missing_dtypes():
     """T4 and H100 in fp16 and fp8: the T4 has no fp8, so three roofs; the H100's fp8 ridge is
     1978.9e12 / 3.35e12 = 591, and an fp8 256**3 matmul (n / 1.5 = 171 FLOP/byte) reaches 29 %."""

@@ -30,6 +30,7 @@ from .. import (
     hardware,
     ops,
     plots,
+    published,
     roofline,
 )
 from ..formatting import format_si, markdown_table
@@ -258,7 +259,40 @@ def render_rooflines(
     return (
         markdown_table(header, rows)
         + "\n\nEach cell: attainable FLOP/s as a fraction of that roofline's peak "
-        "(100% = compute-bound)."
+        "(100% = compute-bound)." + _mark_published_gemms(ax, roofs)
+    )
+
+
+def _mark_published_gemms(
+    ax: Axes, roofs: Sequence[tuple[hardware.Accelerator, str]]
+) -> str:
+    """Draw the published single GEMMs measured on the drawn (device, dtype) roofs as crosses.
+
+    Each sits at its matmul's intensity; returns a sentence saying how many there are and the
+    largest share of its roof any of them reaches (a roofline is a bound), or ``""`` if none.
+    """
+    shares, xs, ys, names = [], [], [], []
+    for acc, dtype in roofs:
+        for p in published.load("gemm", gpu=acc.name):
+            if p.precision != dtype or p.unit != "FLOP/s" or p.integer("batch") != 1:
+                continue
+            m, n, k = (p.integer(c) for c in "mnk")
+            intensity = ops.matmul_cost(m, k, n, dtype=dtype).intensity
+            xs.append(intensity)
+            ys.append(p.value)
+            shares.append(
+                p.value / roofline.attainable_flops(intensity, acc, dtype=dtype)
+            )
+            names.append(f"{acc.name} {dtype}")
+    if not shares:
+        return ""
+    label = f"published {', '.join(dict.fromkeys(names))} GEMMs (measured)"
+    ax.plot(xs, ys, "kx", ms=6, ls="none", label=label)
+    ax.legend(fontsize=plots.SMALL, loc="lower right")
+    return (
+        f"\n\nCrosses: {len(shares)} published single GEMMs measured on these roofs "
+        f"(appendix of GPU measurements). The best reaches {max(shares):.0%} of its roof: "
+        "the roofline bounds them, and Chapter 3 explains the gap."
     )
 
 
