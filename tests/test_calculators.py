@@ -193,7 +193,7 @@ def test_batched_layer_second_order_uses_the_published_fractions():
     first, second = calc.update().split("*Second-order prediction*")
     assert "step **113 µs**" in first and "knee batch 225" in first
     assert "38% of the compute peak and 75% of the bandwidth" in second
-    assert "Step **149 µs**" in second and "knee batch 110" in second
+    assert "step **149 µs**" in second and "knee batch 110" in second
     labels = [line.get_label() for line in calc.ax.get_lines()]
     assert "step time, second-order (measured ceilings)" in labels
 
