@@ -27,6 +27,10 @@
   site header the hidden buttons live in (a 64-px band with a second search box) is hidden by
   ``_static/book.css``; a hidden button still takes a forwarded click.
 
+* A plot in a cell's output is an ``img`` a phone shows at the column's width. :data:`FULL_SIZE_FIGURES`
+  links each one to its own file, so a tap opens it at full size (the drawn diagrams' ``{figure}``
+  blocks carry a ``:target:`` of their own).
+
 * The intro page is titled like the book, and its ``<title>`` read "GPU performance from first
   principles — GPU performance from first principles": such a title is cut to one (:func:`single_title`).
 
@@ -68,6 +72,18 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
   }}
 }});"""
 
+
+FULL_SIZE_FIGURES = """document.addEventListener("DOMContentLoaded", () => {
+  for (const img of document.querySelectorAll("div.cell_output img")) {
+    if (img.closest("a")) continue;
+    const link = document.createElement("a");
+    link.href = img.getAttribute("src");
+    link.className = "figure-full-size";
+    img.replaceWith(link);
+    link.appendChild(img);
+  }
+});"""
+"""Wrap every output image in a link to its own file: a tap on a phone opens the plot at full size."""
 
 SIDEBAR_TOGGLES = """document.addEventListener("click", (event) => {
   for (const kind of ["primary-toggle", "secondary-toggle"]) {
@@ -242,4 +258,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _live_button_keys)
     app.connect("build-finished", _fix_markup)
     app.add_js_file(None, body=SIDEBAR_TOGGLES)
+    app.add_js_file(None, body=FULL_SIZE_FIGURES)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -179,3 +179,23 @@ def test_no_text_runs_past_a_phones_edge(browser, site, chapter):
         assert page.evaluate(_PAST_THE_EDGE) == []
     finally:
         page.close()
+
+
+def test_plots_open_at_full_size(browser, site):
+    """Every plot in a chapter's outputs is a link to its own image file, so a phone reader can tap
+    it to see it at full size (R11); the drawn diagrams link theirs through ``:target:``."""
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        page.goto(f"{site}/chapters/02_roofline.html")
+        page.wait_for_load_state("load")
+        pairs = page.evaluate(
+            """() => Array.from(document.querySelectorAll("div.cell_output img")).map(img => {
+                const a = img.closest("a");
+                return [img.getAttribute("src"), a ? a.getAttribute("href") : null];
+            })"""
+        )
+    finally:
+        page.close()
+    assert pairs, "no plot in Chapter 2's outputs"
+    for src, href in pairs:
+        assert href == src
