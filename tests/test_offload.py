@@ -417,7 +417,9 @@ def test_turnover_time_is_capacity_over_bandwidth():
     assert h100 == pytest.approx(80 * 2**30 / 3.35e12)
     l4 = (23034 * 2**20 / 300e9) / h100
     a10g = (23028 * 2**20 / 600e9) / h100
-    assert l4 == pytest.approx(3.14, abs=0.005) and a10g == pytest.approx(1.57, abs=0.005)
+    assert l4 == pytest.approx(3.14, abs=0.005) and a10g == pytest.approx(
+        1.57, abs=0.005
+    )
     assert offload.turnover_time_s("L4") / h100 == pytest.approx(l4)
     assert offload.turnover_time_s("A10G") / h100 == pytest.approx(a10g)
     with pytest.raises(KeyError):
