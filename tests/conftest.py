@@ -41,3 +41,13 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+@pytest.fixture
+def ax():
+    """A fresh figure's axes for a calculator's render function, closed afterwards."""
+    from helpers import plots
+
+    fig, axes = plots.new_figure()
+    yield axes
+    plots.plt.close(fig)

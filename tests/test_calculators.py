@@ -22,6 +22,9 @@ BUILDERS = {
     calculators.rooflines: calculators.render_rooflines,
     calculators.batched_layer: calculators.render_batched_layer,
     calculators.resnet50: calculators.render_resnet50,
+    calculators.matmul_terms: calculators.render_matmul_terms,
+    calculators.latency_targets: calculators.render_latency_targets,
+    calculators.parallelism: calculators.render_parallelism,
 }
 
 
@@ -35,7 +38,7 @@ def test_builder_wires_every_render_argument_to_a_control(build):
     wanted = list(inspect.signature(BUILDERS[build]).parameters)[1:]  # all but ax
     assert list(calc.controls) == wanted
     assert all(isinstance(c, widgets.ValueWidget) for c in calc.controls.values())
-    controls = getattr(calculators, f"{build.__name__}_controls")()
+    controls = getattr(inspect.getmodule(build), f"{build.__name__}_controls")()
     assert {k: c.value for k, c in controls.items()} == calc.values()
     assert Calculator(controls, BUILDERS[build]).update() == calc.update()
 

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 from numpy.testing import assert_allclose
 
-from helpers import calculators, dispatch, plots, validation
+from helpers import dispatch, validation
 from helpers.calculators import kernel_terms as kt
-
-
-@pytest.fixture
-def ax():
-    fig, axes = plots.new_figure()
-    yield axes
-    plots.plt.close(fig)
-
-
-def test_every_render_argument_has_a_control():
-    """The builder's controls are exactly render_matmul_terms's arguments after ax."""
-    wanted = list(inspect.signature(kt.render_matmul_terms).parameters)[1:]
-    assert list(kt.matmul_terms().controls) == wanted
-    assert calculators.matmul_terms is kt.matmul_terms
 
 
 def test_roofline_term_is_the_hand_derived_bound():

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
-from helpers import inference, plots, queueing, serving
+from helpers import inference, queueing, serving
 from helpers.calculators import latency as cl
-
-
-@pytest.fixture
-def ax():
-    fig, axes = plots.new_figure()
-    yield axes
-    plots.plt.close(fig)
-
-
-def test_every_render_argument_has_a_control():
-    """The builder's controls are exactly render_latency_targets's arguments after ax."""
-    wanted = list(inspect.signature(cl.render_latency_targets).parameters)[1:]
-    assert list(cl.latency_targets().controls) == wanted
 
 
 def test_default_summary_matches_the_chapter(ax):

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
-from helpers import multigpu, plots
+from helpers import multigpu
 from helpers.calculators import many_gpus as cp
-
-
-@pytest.fixture
-def ax():
-    fig, axes = plots.new_figure()
-    yield axes
-    plots.plt.close(fig)
-
-
-def test_every_render_argument_has_a_control():
-    """The builder's controls are exactly render_parallelism's arguments after ax."""
-    wanted = list(inspect.signature(cp.render_parallelism).parameters)[1:]
-    assert list(cp.parallelism().controls) == wanted
 
 
 def test_default_summary_reports_the_multigpu_share(ax):
