@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from . import _validate
+from . import _args
 
 DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
     {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
@@ -24,7 +24,7 @@ GIB = 2**30
 
 def dtype_bytes(dtype: str) -> int:
     """Bytes per element of ``dtype`` (one of ``helpers.hardware.DTYPE_BYTES``)."""
-    key = _validate.name("dtype", dtype)
+    key = _args.name("dtype", dtype)
     if key not in DTYPE_BYTES:
         raise KeyError(
             f"dtype {dtype!r} is unknown; choose one of {sorted(DTYPE_BYTES)}"
@@ -101,21 +101,21 @@ class Accelerator:
     host_link: str | None = None
 
     def __post_init__(self) -> None:
-        _validate.positive("memory_bandwidth", self.memory_bandwidth)
-        _validate.positive("memory_capacity", self.memory_capacity)
+        _args.positive("memory_bandwidth", self.memory_bandwidth)
+        _args.positive("memory_capacity", self.memory_capacity)
         if not self.peak_flops:
             raise ValueError("peak_flops must list at least one dtype")
         for dtype, value in self.peak_flops.items():
             dtype_bytes(dtype)
-            _validate.positive(f"peak_flops[{dtype!r}]", value)
+            _args.positive(f"peak_flops[{dtype!r}]", value)
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
         if self.sm_count is not None:
-            _validate.positive_int("sm_count", self.sm_count)
+            _args.positive_int("sm_count", self.sm_count)
         if self.l2_bytes is not None:
-            _validate.positive("l2_bytes", self.l2_bytes)
+            _args.positive("l2_bytes", self.l2_bytes)
         for dtype, value in self.vector_peak_flops.items():
             dtype_bytes(dtype)
-            _validate.positive(f"vector_peak_flops[{dtype!r}]", value)
+            _args.positive(f"vector_peak_flops[{dtype!r}]", value)
         object.__setattr__(
             self, "vector_peak_flops", MappingProxyType(dict(self.vector_peak_flops))
         )
@@ -135,7 +135,7 @@ class Accelerator:
 
     def flops(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; raises ``KeyError`` if the device lacks it."""
-        key = _validate.name("dtype", dtype)
+        key = _args.name("dtype", dtype)
         dtype_bytes(key)
         if key not in self.peak_flops:
             raise KeyError(
@@ -148,7 +148,7 @@ class Accelerator:
 
         Raises ``KeyError`` if the catalog has no such figure for this device.
         """
-        key = _validate.name("dtype", dtype)
+        key = _args.name("dtype", dtype)
         dtype_bytes(key)
         if key not in self.vector_peak_flops:
             raise KeyError(
@@ -192,5 +192,5 @@ class Link:
     aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _validate.positive("bandwidth", self.bandwidth)
-        _validate.non_negative("latency", self.latency)
+        _args.positive("bandwidth", self.bandwidth)
+        _args.non_negative("latency", self.latency)

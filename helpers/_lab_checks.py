@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import _validate
+from . import _args
 
 _NO_KERNEL = frozenset(
     {
@@ -71,11 +71,11 @@ def floor_growth_ratio(
     >>> round(floor_growth_ratio(4.29e9, 8.4e6, bandwidth=4.8e12, kernels=32, per_kernel_s=6.5e-6), 2)
     5.25
     """
-    big_bytes = _validate.non_negative("big_bytes", big_bytes)
-    small_bytes = _validate.non_negative("small_bytes", small_bytes)
-    bandwidth = _validate.positive("bandwidth", bandwidth)
-    kernels = _validate.non_negative_int("kernels", kernels)
-    per_kernel_s = _validate.non_negative("per_kernel_s", per_kernel_s)
+    big_bytes = _args.non_negative("big_bytes", big_bytes)
+    small_bytes = _args.non_negative("small_bytes", small_bytes)
+    bandwidth = _args.positive("bandwidth", bandwidth)
+    kernels = _args.non_negative_int("kernels", kernels)
+    per_kernel_s = _args.non_negative("per_kernel_s", per_kernel_s)
     floor = kernels * per_kernel_s
     small = small_bytes / bandwidth + floor
     if small <= 0:
@@ -105,8 +105,8 @@ def required_growth(
     >>> required_growth(4.29e9, 8.4e6, bandwidth=320e9, kernels=32, per_kernel_s=6.5e-6)
     10.0
     """
-    cap = _validate.positive("cap", cap)
-    margin = _validate.positive("margin", margin)
+    cap = _args.positive("cap", cap)
+    margin = _args.positive("margin", margin)
     ratio = floor_growth_ratio(
         big_bytes,
         small_bytes,
@@ -132,8 +132,8 @@ def extra_weight_passes(
     >>> round(extra_weight_passes(0.018, 0.0365, weight_bytes=256e6, bandwidth=14e9), 2)
     1.01
     """
-    t_first = _validate.positive("t_first", t_first)
-    t_second = _validate.positive("t_second", t_second)
-    weight_bytes = _validate.positive("weight_bytes", weight_bytes)
-    bandwidth = _validate.positive("bandwidth", bandwidth)
+    t_first = _args.positive("t_first", t_first)
+    t_second = _args.positive("t_second", t_second)
+    weight_bytes = _args.positive("weight_bytes", weight_bytes)
+    bandwidth = _args.positive("bandwidth", bandwidth)
     return max(0.0, t_second - t_first) / (weight_bytes / bandwidth)

@@ -6,7 +6,7 @@ and :func:`provenance_note`).
 
 from __future__ import annotations
 
-from . import _validate
+from . import _args
 
 
 def enable_colab_widgets() -> bool:
@@ -51,11 +51,11 @@ def provenance_note(
     """
     import os
 
-    name = _validate.name("device_name", device_name) and device_name.strip()
+    name = _args.name("device_name", device_name) and device_name.strip()
     sentence = f"The outputs on this page come from a run on **{name}**"
     if not name.lower().startswith("cpu"):
         return sentence + "."
-    cores = os.cpu_count() if cores is None else _validate.positive_int("cores", cores)
+    cores = os.cpu_count() if cores is None else _args.positive_int("cores", cores)
     sentence += f", {cores} CPU cores"
     if gpu_sizes:
         sentence += "; on a GPU the lab uses the larger sizes it names"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 
 LOOPBACK = "127.0.0.1"
 """The host every single-machine measurement binds to."""
@@ -47,7 +47,7 @@ def summarize_samples(samples: Sequence[float]) -> tuple[float, float]:
     if not values:
         raise ValueError("samples must hold at least one time")
     for value in values:
-        _validate.non_negative("samples", value)
+        _args.non_negative("samples", value)
     spread = 0.0
     if len(values) >= 4:
         q = statistics.quantiles(values, n=4)
@@ -112,7 +112,7 @@ def run_children(
     Returns the payloads in rank order. Kills every child on a failure or a
     timeout (``RuntimeError``, ``TimeoutError``); always joins them.
     """
-    timeout = _validate.positive("timeout", timeout)
+    timeout = _args.positive("timeout", timeout)
     ctx = mp.get_context("spawn")
     results: Any = ctx.Queue()
     children = [

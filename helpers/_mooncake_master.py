@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import _validate
+from . import _args
 from ._measure import free_port
 
 _HOST = "127.0.0.1"
@@ -172,7 +172,7 @@ def start_local_pool(*, timeout: float = 30.0, host: str = _HOST) -> LocalPool:
     past ``timeout`` seconds, or if the master exits, it is killed and a
     :class:`RuntimeError` (with the master's last log lines) is raised.
     """
-    timeout = _validate.positive("timeout", timeout)
+    timeout = _args.positive("timeout", timeout)
     reason = unavailable_reason()
     if reason is not None:
         raise RuntimeError(f"cannot start a Mooncake pool: {reason}")

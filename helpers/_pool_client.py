@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._mooncake_master import (
     PoolAddress,
     load_cuda_runtime,
@@ -196,9 +196,9 @@ class PoolClient:
 
         m = get_model(model)
         shape = (
-            _validate.positive_int("batch", batch),
+            _args.positive_int("batch", batch),
             m.n_kv_heads,
-            _validate.positive_int("tokens", tokens),
+            _args.positive_int("tokens", tokens),
             m.head_dim,
         )
         tdtype = torch_dtype(dtype)
@@ -232,9 +232,9 @@ class PoolClient:
 
         m = get_model(model)
         shape = (
-            _validate.positive_int("batch", batch),
+            _args.positive_int("batch", batch),
             m.n_kv_heads,
-            _validate.positive_int("tokens", tokens),
+            _args.positive_int("tokens", tokens),
             m.head_dim,
         )
         tdtype = torch_dtype(dtype)
@@ -306,9 +306,9 @@ def connect(
     """
     if not isinstance(address, PoolAddress):
         raise TypeError(f"address must be a PoolAddress, got {type(address).__name__}")
-    segment_bytes = _validate.non_negative_int("segment_bytes", segment_bytes)
-    buffer_bytes = _validate.positive_int("buffer_bytes", buffer_bytes)
-    timeout = _validate.positive("timeout", timeout)
+    segment_bytes = _args.non_negative_int("segment_bytes", segment_bytes)
+    buffer_bytes = _args.positive_int("buffer_bytes", buffer_bytes)
+    timeout = _args.positive("timeout", timeout)
     for what, (host, port) in (
         ("master", split_address(address.master)),
         ("metadata server", metadata_host_port(address.metadata)),

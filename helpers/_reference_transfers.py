@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._measure import (
     LOOPBACK,
     TransferResult,
@@ -75,12 +75,12 @@ def socket_transfer(
     one-byte "go" to the last byte (so one small round trip is included), then checks
     the bytes against the sender's pattern.
     """
-    sizes = tuple(_validate.positive_int("message_bytes", s) for s in message_bytes)
+    sizes = tuple(_args.positive_int("message_bytes", s) for s in message_bytes)
     if not sizes:
         raise ValueError("message_bytes must list at least one message")
-    repeats = _validate.positive_int("repeats", repeats)
-    warmup = _validate.non_negative_int("warmup", warmup)
-    timeout = _validate.positive("timeout", timeout)
+    repeats = _args.positive_int("repeats", repeats)
+    warmup = _args.non_negative_int("warmup", warmup)
+    timeout = _args.positive("timeout", timeout)
     total = sum(sizes)
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind((_HOST, 0))
@@ -156,12 +156,12 @@ def shared_memory_transfer(
     the shared block and answers "done", this process copies the block out. Two memory
     copies and two pipe messages: the floor for moving bytes between processes on one host.
     """
-    sizes = tuple(_validate.positive_int("message_bytes", s) for s in message_bytes)
+    sizes = tuple(_args.positive_int("message_bytes", s) for s in message_bytes)
     if not sizes:
         raise ValueError("message_bytes must list at least one message")
-    repeats = _validate.positive_int("repeats", repeats)
-    warmup = _validate.non_negative_int("warmup", warmup)
-    timeout = _validate.positive("timeout", timeout)
+    repeats = _args.positive_int("repeats", repeats)
+    warmup = _args.non_negative_int("warmup", warmup)
+    timeout = _args.positive("timeout", timeout)
     total = sum(sizes)
     block = shared_memory.SharedMemory(create=True, size=total)
     ctx = mp.get_context("spawn")

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, get_accelerator
 from .ops import Cost, linear_cost, mlp_cost
 from .roofline import Bound, breakdown
@@ -58,7 +58,7 @@ def _batches(batch: int | Sequence[int] | np.ndarray) -> np.ndarray:
         raise ValueError(
             "batch must be a whole number or a non-empty 1-D sequence of them"
         )
-    return np.array([_validate.positive_int("batch", v) for v in values.tolist()])
+    return np.array([_args.positive_int("batch", v) for v in values.tolist()])
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def sweep(
     device = get_accelerator(acc)
     if not callable(cost_of_batch):
         raise TypeError("cost_of_batch must be a function batch -> Cost")
-    overhead = _validate.non_negative("overhead", overhead)
+    overhead = _args.non_negative("overhead", overhead)
     batches = _batches(batch)
     costs = [cost_of_batch(int(b)) for b in batches]
     if not all(isinstance(c, Cost) for c in costs):
@@ -178,8 +178,8 @@ def linear_sweep(
     ``weight_dtype`` models weight-only quantisation (e.g. int8 weights,
     fp16 compute); ``dtype`` sets the activations and the peak FLOP/s.
     """
-    _validate.positive_int("d_in", d_in)
-    _validate.positive_int("d_out", d_out)
+    _args.positive_int("d_in", d_in)
+    _args.positive_int("d_out", d_out)
     return sweep(
         lambda b: linear_cost(b, d_in, d_out, dtype=dtype, weight_dtype=weight_dtype),
         batch,
@@ -205,9 +205,9 @@ def mlp_sweep(
     ``overhead`` is charged once per step (for a fused or graph-captured MLP);
     for one launch per matmul pass ``overhead`` times the number of matmuls.
     """
-    _validate.positive_int("d_model", d_model)
-    _validate.positive_int("d_ff", d_ff)
-    _validate.boolean("gated", gated)
+    _args.positive_int("d_model", d_model)
+    _args.positive_int("d_ff", d_ff)
+    _args.boolean("gated", gated)
     return sweep(
         lambda b: mlp_cost(
             b, d_model, d_ff, dtype=dtype, gated=gated, weight_dtype=weight_dtype
@@ -254,14 +254,14 @@ def measured_knee(
         The knee batch, one of ``batch``.
     """
     batches = _batches(batch)
-    times = _validate.positive_array("seconds", seconds)
+    times = _args.positive_array("seconds", seconds)
     if times.shape != batches.shape:
         raise ValueError(
             f"seconds must have one entry per batch ({batches.size}), got shape {times.shape}"
         )
     if np.unique(batches).size != batches.size:
         raise ValueError("batch must not repeat a value")
-    fraction = _validate.fraction("fraction", fraction)
+    fraction = _args.fraction("fraction", fraction)
     order = np.argsort(batches)
     batches, times = batches[order], times[order]
     throughput = batches / times
@@ -326,7 +326,7 @@ def overhead_crossover(
     if not callable(cost_of_size):
         raise TypeError("cost_of_size must be a function size -> Cost")
     device = get_accelerator(acc)
-    overhead = _validate.positive("overhead", overhead)
+    overhead = _args.positive("overhead", overhead)
     c1, c2, c4 = (cost_of_size(n) for n in (1, 2, 4))
     slopes = (c2.flops - c1.flops, c2.bytes - c1.bytes)
     offsets = (c1.flops - slopes[0], c1.bytes - slopes[1])

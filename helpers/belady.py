@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .cachesim import CacheStats
 from .traces import Trace
 
@@ -55,7 +55,7 @@ def _check(trace: object, block_tokens: object) -> Trace:
         raise TypeError(
             f"trace must be a Trace (from traces.load_trace), got {type(trace).__name__}"
         )
-    block_tokens = _validate.positive_int("block_tokens", block_tokens)
+    block_tokens = _args.positive_int("block_tokens", block_tokens)
     if block_tokens != trace.block_tokens:
         raise ValueError(
             f"block_tokens must be the trace's own block size, {trace.block_tokens}, got {block_tokens}"

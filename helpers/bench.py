@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import _validate
+from . import _args
 from ._measure import summarize_samples
 from .hardware import Accelerator, dtype_bytes
 
@@ -136,8 +136,8 @@ def time_fn(
     """
     if not callable(fn):
         raise TypeError("fn must be callable")
-    warmup = _validate.non_negative_int("warmup", warmup)
-    repeats = _validate.positive_int("repeats", repeats)
+    warmup = _args.non_negative_int("warmup", warmup)
+    repeats = _args.positive_int("repeats", repeats)
     torch = _torch()
     dev = device() if dev is None else torch.device(dev)
     for _ in range(warmup):
@@ -182,9 +182,9 @@ def calls_for_window(
     >>> calls_for_window(20e-6), calls_for_window(5e-3), calls_for_window(1e-9)
     (50, 1, 4096)
     """
-    seconds_per_call = _validate.non_negative("seconds_per_call", seconds_per_call)
-    window = _validate.positive("window", window)
-    max_calls = _validate.positive_int("max_calls", max_calls)
+    seconds_per_call = _args.non_negative("seconds_per_call", seconds_per_call)
+    window = _args.positive("window", window)
+    max_calls = _args.positive_int("max_calls", max_calls)
     if seconds_per_call == 0:
         return max_calls
     return max(1, min(max_calls, math.ceil(window / seconds_per_call - 1e-9)))
@@ -254,10 +254,10 @@ def time_amortized(
     """
     if not callable(fn):
         raise TypeError("fn must be callable")
-    warmup = _validate.non_negative_int("warmup", warmup)
-    repeats = _validate.positive_int("repeats", repeats)
-    window = _validate.positive("window", window)
-    max_calls = _validate.positive_int("max_calls", max_calls)
+    warmup = _args.non_negative_int("warmup", warmup)
+    repeats = _args.positive_int("repeats", repeats)
+    window = _args.positive("window", window)
+    max_calls = _args.positive_int("max_calls", max_calls)
     torch = _torch()
     dev = device() if dev is None else torch.device(dev)
     for _ in range(warmup):
@@ -357,7 +357,7 @@ def measure_memory_bandwidth(
     dev = device() if dev is None else torch.device(dev)
     if nbytes is None:
         nbytes = (1 << 30) if dev.type == "cuda" else (256 << 20)
-    nbytes = _validate.positive_int("nbytes", nbytes)
+    nbytes = _args.positive_int("nbytes", nbytes)
     if nbytes < 4:
         raise ValueError(f"nbytes must be >= 4 (one fp32 element), got {nbytes}")
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).fill_(1.0)
@@ -379,7 +379,7 @@ def measure_matmul_flops(
     dev = device() if dev is None else torch.device(dev)
     if n is None:
         n = 8192 if dev.type == "cuda" else 1024
-    n = _validate.positive_int("n", n)
+    n = _args.positive_int("n", n)
     tdtype = torch_dtype(dtype)
     a = torch.randn(n, n, device=dev).to(tdtype)
     b = torch.randn(n, n, device=dev).to(tdtype)

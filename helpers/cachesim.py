@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate, llm
+from . import _args, llm
 from ._moved import forwarder
 from .traces import TRACE_BLOCK_TOKENS, Trace
 from .traces import check_trace as _check_trace
@@ -50,7 +50,7 @@ from .traces import trace_prefill_flops as _trace_prefill_flops
 
 def _group(trace: Trace, block_tokens: object) -> tuple[int, np.ndarray, np.ndarray]:
     """Dense block ids and offsets at ``block_tokens`` per block (a multiple of the trace's)."""
-    block_tokens = _validate.positive_int("block_tokens", block_tokens)
+    block_tokens = _args.positive_int("block_tokens", block_tokens)
     if block_tokens % trace.block_tokens:
         raise ValueError(
             f"block_tokens must be a multiple of the trace's {trace.block_tokens}-token blocks, got {block_tokens}"
@@ -96,7 +96,7 @@ def _capacity_blocks(name: str, capacity_tokens: object, block_tokens: int) -> f
     ):
         if math.isinf(float(capacity_tokens)) and float(capacity_tokens) > 0:
             return math.inf
-    return float(math.floor(_validate.positive(name, capacity_tokens) / block_tokens))
+    return float(math.floor(_args.positive(name, capacity_tokens) / block_tokens))
 
 
 class _PrefixLRU:
@@ -503,7 +503,7 @@ def capacity_for_fraction(
         Share of the ceiling to reach, in (0, 1].
     block_tokens : int
     """
-    fraction = _validate.fraction("fraction", fraction)
+    fraction = _args.fraction("fraction", fraction)
     sd = _as_distances(trace, block_tokens)
     ceiling = float(sd.hit_tokens([math.inf])[0])
     if ceiling == 0:
@@ -635,7 +635,7 @@ def prompt_saved_fraction(
     numpy.ndarray of float
         The saved fraction of the prompt's prefill FLOP, in [0, 1), shape of ``hit_tokens``.
     """
-    n = _validate.positive_int("prompt_tokens", prompt_tokens)
+    n = _args.positive_int("prompt_tokens", prompt_tokens)
     saved = llm.prefill_flops_saved(model, hit_tokens)
     if np.any(np.asarray(hit_tokens, dtype=float) > n):
         raise ValueError(f"hit_tokens must not exceed prompt_tokens ({n})")

@@ -35,7 +35,7 @@ from typing import Literal
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator
 from .ops import gemm_utilization, tile_efficiency
 
@@ -181,7 +181,7 @@ def fit(
     points = list(points)
     if len(points) < 3:
         raise ValueError(f"points must hold at least 3 measurements, got {len(points)}")
-    rounds = _validate.positive_int("rounds", rounds)
+    rounds = _args.positive_int("rounds", rounds)
     arrays = _arrays(points)
     measured = np.array([p.seconds for p in points])
     shortest = min(p.seconds / p.calls for p in points)
@@ -242,7 +242,7 @@ def alternate_split(n: int) -> tuple[list[int], list[int]]:
     Fixed before any model is fitted; the first and last batches of a sweep
     of odd length are both fitted, so held-out points interpolate.
     """
-    n = _validate.positive_int("n", n)
+    n = _args.positive_int("n", n)
     return list(range(0, n, 2)), list(range(1, n, 2))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import _validate, dispatch, fusion, published
+from . import _args, dispatch, fusion, published
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .ops import (
     Cost,
@@ -37,9 +37,9 @@ def activation_ceiling(
     with ``N`` large only the activation term remains:
     ``I_act = (R S / w) * 2 C K / (C + K)``. More and bigger filters raise it; no batch can.
     """
-    c_in = _validate.positive_int("c_in", c_in)
-    c_out = _validate.positive_int("c_out", c_out)
-    kernel = _validate.positive_int("kernel", kernel)
+    c_in = _args.positive_int("c_in", c_in)
+    c_out = _args.positive_int("c_out", c_out)
+    kernel = _args.positive_int("kernel", kernel)
     return kernel * kernel / dtype_bytes(dtype) * 2 * c_in * c_out / (c_in + c_out)
 
 
@@ -49,9 +49,9 @@ def filter_limit(batch: int, height: int, width: int, *, dtype: str = "fp16") ->
     The filter term of ``1/I`` above: each weight is reused at the ``N H W``
     output positions, so a small feature map caps intensity however many filters it has.
     """
-    batch = _validate.positive_int("batch", batch)
-    height = _validate.positive_int("height", height)
-    width = _validate.positive_int("width", width)
+    batch = _args.positive_int("batch", batch)
+    height = _args.positive_int("height", height)
+    width = _args.positive_int("width", width)
     return 2 * batch * height * width / dtype_bytes(dtype)
 
 
@@ -65,7 +65,7 @@ def layer_cost(layer: Layer, batch: int, *, dtype: str = "fp16") -> Cost:
         raise TypeError(
             f"layer must be a helpers.ops.Layer, got {type(layer).__name__}"
         )
-    batch = _validate.positive_int("batch", batch)
+    batch = _args.positive_int("batch", batch)
     if layer.kind == "fc":
         return linear_cost(batch, layer.c_in, layer.c_out, dtype=dtype)
     return conv2d_cost(
@@ -142,7 +142,7 @@ def resnet50_roofline(
     """
     device = get_accelerator(acc)
     device.flops(dtype)
-    batch = _validate.positive_int("batch", batch)
+    batch = _args.positive_int("batch", batch)
     rows = []
     for layer in resnet50_layers(batch, image_size=image_size, dtype=dtype):
         cost = layer.cost
@@ -210,7 +210,7 @@ def resnet50_step_time(
     image_size : int
         Input height = width in pixels.
     """
-    overhead = _validate.non_negative("overhead", overhead)
+    overhead = _args.non_negative("overhead", overhead)
     rows = resnet50_roofline(batch, acc, dtype=dtype, image_size=image_size)
     return sum(row.seconds for row in rows) + len(rows) * overhead
 
@@ -305,7 +305,7 @@ def resnet50_stream_time(
     :func:`resnet50_step_time`, the first-order sum of the 54 GEMM layers'
     roofline times plus an overhead per layer.
     """
-    dispatch_s = _validate.non_negative("dispatch_s", dispatch_s)
+    dispatch_s = _args.non_negative("dispatch_s", dispatch_s)
     gpu = resnet50_kernel_seconds(
         batch, acc, dtype=dtype, fused=fused, image_size=image_size
     )
@@ -329,8 +329,8 @@ def resnet50_published(
     >>> resnet50_published("T4", dtype="fp16", batch=64)["PyTorch"]
     1165.0
     """
-    batch = _validate.positive_int("batch", batch)
-    image_size = _validate.positive_int("image_size", image_size)
+    batch = _args.positive_int("batch", batch)
+    image_size = _args.positive_int("image_size", image_size)
     if not isinstance(dtype, str):
         raise TypeError(f"dtype must be a string, got {type(dtype).__name__}")
     out: dict[str, float] = {}

@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, get_accelerator
 
 KERNEL_FLOOR_S: Mapping[str, float] = MappingProxyType(
@@ -159,7 +159,7 @@ def stream_time(
     120.0
     """
     gpu, cpu = _pair(gpu_seconds, dispatch_seconds)
-    gpu = gpu + _validate.non_negative("kernel_floor_s", kernel_floor_s)
+    gpu = gpu + _args.non_negative("kernel_floor_s", kernel_floor_s)
     issued = np.cumsum(cpu)
     finish = 0.0
     for g, ready in zip(gpu.tolist(), issued.tolist()):
@@ -188,9 +188,9 @@ def batch_scaling(seconds_small: float, seconds_large: float, ratio: float) -> f
     >>> round(batch_scaling(1.0e-3, 1.1e-3, 2), 3)
     0.1
     """
-    small = _validate.positive("seconds_small", seconds_small)
-    large = _validate.positive("seconds_large", seconds_large)
-    ratio = _validate.positive("ratio", ratio)
+    small = _args.positive("seconds_small", seconds_small)
+    large = _args.positive("seconds_large", seconds_large)
+    ratio = _args.positive("ratio", ratio)
     if ratio <= 1:
         raise ValueError(f"ratio must be > 1, got {ratio}")
     return (large / small - 1) / (ratio - 1)

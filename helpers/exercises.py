@@ -13,7 +13,7 @@ import math
 from numbers import Real
 from pathlib import Path
 
-from . import _validate
+from . import _args
 
 
 def check(
@@ -39,7 +39,7 @@ def check(
         raise TypeError(f"expected must be a number, got {expected!r}") from exc
     if not math.isfinite(expected):
         raise ValueError(f"expected must be finite, got {expected}")
-    rel_tol = _validate.fraction("rel_tol", rel_tol)
+    rel_tol = _args.fraction("rel_tol", rel_tol)
     if (
         isinstance(answer, bool)
         or not isinstance(answer, Real)
@@ -105,7 +105,7 @@ def answer_digests(label: str, expected: float, rel_tol: float) -> list[str]:
     expected = float(expected)
     if not math.isfinite(expected):
         raise ValueError(f"expected must be finite, got {expected}")
-    rel_tol = _validate.fraction("rel_tol", rel_tol)
+    rel_tol = _args.fraction("rel_tol", rel_tol)
     if not 0 < rel_tol < 1:
         raise ValueError(f"rel_tol must be between 0 and 1, got {rel_tol}")
     step = _bucket_step(rel_tol)

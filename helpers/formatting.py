@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import _validate
+from . import _args
 
 _PREFIXES = (
     (1e15, "P"),
@@ -36,8 +36,8 @@ def format_si(value: float, unit: str = "", *, digits: int = 3) -> str:
     >>> format_si(989.4e12, "FLOP/s")
     '989 TFLOP/s'
     """
-    value = _validate.non_negative("value", value)
-    digits = _validate.positive_int("digits", digits)
+    value = _args.non_negative("value", value)
+    digits = _args.positive_int("digits", digits)
     if not isinstance(unit, str):
         raise TypeError(f"unit must be a string, got {type(unit).__name__}")
     if value == 0:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _validate
+from . import _args
 from .hardware import dtype_bytes
 from .ops import Cost, elementwise_cost, resnet50_layers
 
@@ -65,8 +65,8 @@ def resnet50_kernels(
     block's last one also reading the shortcut tensor for the add), the two
     pools and the fc: **56 kernels**.
     """
-    batch = _validate.positive_int("batch", batch)
-    _validate.boolean("fused", fused)
+    batch = _args.positive_int("batch", batch)
+    _args.boolean("fused", fused)
     w = dtype_bytes(dtype)
     layers = resnet50_layers(batch, image_size=image_size, dtype=dtype)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import _validate
+from . import _args
 from ._accelerators import _ACCELERATORS as _ACCELERATORS
 from ._accelerators import _GB200_NVL72_PAGE
 from ._accelerators import DATASHEET_MEMORY as DATASHEET_MEMORY
@@ -70,10 +70,10 @@ class NVLinkDomain:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        _validate.positive_int("gpus", self.gpus)
-        _validate.positive_int("cpus", self.cpus)
-        _validate.positive("cpu_memory_bytes", self.cpu_memory_bytes)
-        _validate.positive("cpu_memory_bandwidth", self.cpu_memory_bandwidth)
+        _args.positive_int("gpus", self.gpus)
+        _args.positive_int("cpus", self.cpus)
+        _args.positive("cpu_memory_bytes", self.cpu_memory_bytes)
+        _args.positive("cpu_memory_bandwidth", self.cpu_memory_bandwidth)
 
     @property
     def hbm_bytes(self) -> float:
@@ -151,7 +151,7 @@ def get_accelerator(name: str | Accelerator) -> Accelerator:
     """
     if isinstance(name, Accelerator):
         return name
-    key = _validate.name("accelerator", name)
+    key = _args.name("accelerator", name)
     if key not in _ACC_INDEX:
         raise KeyError(
             f"accelerator {name!r} is unknown; choose one of {[a.name for a in _ACCELERATORS]}"
@@ -175,7 +175,7 @@ def from_device_name(device_name: str) -> Accelerator | None:
     RuntimeError
         If two catalog entries claim the name (their patterns overlap).
     """
-    key = _validate.name("device_name", device_name)
+    key = _args.name("device_name", device_name)
     if key.startswith("cpu"):
         return None
     found = [a for a in _ACCELERATORS if any(re.search(p, key) for p in a.torch_names)]
@@ -221,7 +221,7 @@ def get_link(name: str | Link) -> Link:
     """Look up a link by name or alias (case-insensitive); a :class:`Link` passes through."""
     if isinstance(name, Link):
         return name
-    key = _validate.name("link", name)
+    key = _args.name("link", name)
     if key not in _LINK_INDEX:
         raise KeyError(
             f"link {name!r} is unknown; choose one of {[l.name for l in _LINKS]}"

@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from . import _validate, parallel
+from . import _args, parallel
 from ._search import last_true, root
 from .hardware import Accelerator, Link, dtype_bytes, get_accelerator
 from .llm import (
@@ -102,8 +102,8 @@ def tp_allreduce_time(
     5.9
     """
     m = get_model(model)
-    tokens = _validate.positive_int("tokens", tokens)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    tokens = _args.positive_int("tokens", tokens)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
     if n_gpus == 1 or link is None:
         return 0.0
     spec = parallel.tp_link(acc) if link == AUTO else link
@@ -157,8 +157,8 @@ def mean_decode_context(prompt_tokens: int, generated_tokens: int) -> int:
     >>> mean_decode_context(1000, 201)
     1100
     """
-    prompt = _validate.non_negative_int("prompt_tokens", prompt_tokens)
-    generated = _validate.non_negative_int("generated_tokens", generated_tokens)
+    prompt = _args.non_negative_int("prompt_tokens", prompt_tokens)
+    generated = _args.non_negative_int("generated_tokens", generated_tokens)
     return prompt + generated // 2
 
 
@@ -183,8 +183,8 @@ def suffix_prefill_time(
     ``start = 0`` gives :func:`prefill_time`; ``start = stop`` gives 0.
     """
     m = get_model(model)
-    start = _validate.non_negative_int("start", start)
-    stop = _validate.non_negative_int("stop", stop)
+    start = _args.non_negative_int("start", start)
+    stop = _args.non_negative_int("stop", stop)
     if stop < start:
         raise ValueError(f"stop ({stop}) must be >= start ({start})")
     opts = dict(dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link)
@@ -329,11 +329,11 @@ def free_kv_bytes(
         attention offload, :mod:`helpers.offload`).
     """
     device = get_accelerator(acc)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    reserve = _validate.fraction_below_one("reserve", reserve)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    reserve = _args.fraction_below_one("reserve", reserve)
     weights = (
         weight_bytes(model, dtype=dtype)
-        if _validate.boolean("holds_weights", holds_weights)
+        if _args.boolean("holds_weights", holds_weights)
         else 0.0
     )
     return n_gpus * device.memory_capacity * (1 - reserve) - weights
@@ -391,9 +391,9 @@ def max_decode_batch(
     >>> tp == dp // 8
     True
     """
-    context = _validate.non_negative_int("context", context)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    copies = _validate.positive_int("kv_copies", kv_copies)
+    context = _args.non_negative_int("context", context)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    copies = _args.positive_int("kv_copies", kv_copies)
     if copies > n_gpus:
         raise ValueError(f"kv_copies must be at most n_gpus ({n_gpus}), got {copies}")
     free = free_kv_bytes(
@@ -432,7 +432,7 @@ def critical_decode_batch(
     parameters only; the crossing, found by bisection on the (real) batch, is
     therefore far larger than for a dense model of the same active size.
     """
-    context = _validate.non_negative_int("context", context)
+    context = _args.non_negative_int("context", context)
     m = get_model(model)
     if m.moe is None:
         return crossing_batch(
@@ -441,7 +441,7 @@ def critical_decode_batch(
             dtype=dtype,
             mfu=mfu,
         )
-    mfu = _validate.fraction("mfu", mfu)
+    mfu = _args.fraction("mfu", mfu)
     ridge = mfu * ridge_point(acc, dtype=dtype)
     one = decode_cost(m, context, batch=1, dtype=dtype)
     per_seq = one.bytes - weights_read_bytes(m, 1, dtype=dtype)
@@ -507,14 +507,14 @@ def max_batch_under_slo(
     (same ``reserve``) and by ``max_batch`` if given. ``link`` as in
     :func:`decode_step` (the tensor-parallel all-reduces grow with the batch).
     """
-    tbt_s = _validate.positive("tbt_s", tbt_s)
-    overhead = _validate.non_negative("overhead", overhead)
+    tbt_s = _args.positive("tbt_s", tbt_s)
+    overhead = _args.non_negative("overhead", overhead)
     cap = max_decode_batch(
         model, context, acc, n_gpus=n_gpus, dtype=dtype, reserve=reserve
     )
     reason: Literal["slo", "memory", "max_batch"] = "memory"
     if max_batch is not None:
-        max_batch = _validate.positive_int("max_batch", max_batch)
+        max_batch = _args.positive_int("max_batch", max_batch)
         if max_batch < cap:
             cap, reason = max_batch, "max_batch"
 
@@ -563,13 +563,13 @@ def published_decode_steps(
     [0.015]
     """
     name = model.name if isinstance(model, ModelConfig) else get_model(model).name
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
     dtype_bytes(dtype)
     return tuple(
         p
         for p in load("decode", gpu=get_accelerator(acc).name)
         if p.quantity == "step_latency"
-        and p.precision == _validate.name("dtype", dtype)
+        and p.precision == _args.name("dtype", dtype)
         and p.setting.get("model") == name
         and p.setting.get("num_gpus") == str(n_gpus)
     )

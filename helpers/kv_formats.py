@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import _validate
+from . import _args
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,10 @@ class KVFormat:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        _validate.positive_int("bits", self.bits)
+        _args.positive_int("bits", self.bits)
         if self.group_size is not None:
-            _validate.positive_int("group_size", self.group_size)
-        _validate.non_negative_int("scale_bits", self.scale_bits)
+            _args.positive_int("group_size", self.group_size)
+        _args.non_negative_int("scale_bits", self.scale_bits)
         if self.group_size is None and self.scale_bits:
             raise ValueError(
                 "scale_bits must be 0 when group_size is None (per-tensor scales)"
@@ -164,7 +164,7 @@ def kv_format(kv_dtype: str | KVFormat) -> KVFormat:
     """The :class:`KVFormat` named ``kv_dtype`` (one of :data:`KV_FORMATS`); a :class:`KVFormat` passes through."""
     if isinstance(kv_dtype, KVFormat):
         return kv_dtype
-    key = _validate.name("kv_dtype", kv_dtype)
+    key = _args.name("kv_dtype", kv_dtype)
     if key not in KV_FORMATS:
         raise KeyError(
             f"kv_dtype {kv_dtype!r} is unknown; choose one of {sorted(KV_FORMATS)}"

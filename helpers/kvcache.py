@@ -38,7 +38,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._moved import forwarder
 from ._search import first_true, last_true
 from .hardware import Accelerator, Link, get_accelerator, get_link
@@ -139,9 +139,9 @@ def link_time(
         chosen = get_link(link)  # type: ignore[arg-type]  # bad input: an error naming link
     else:
         chosen = link.as_link()
-    nbytes = _validate.non_negative("nbytes", nbytes)
-    n_links = _validate.positive_int("n_links", n_links)
-    efficiency = _validate.fraction("efficiency", efficiency)
+    nbytes = _args.non_negative("nbytes", nbytes)
+    n_links = _args.positive_int("n_links", n_links)
+    efficiency = _args.fraction("efficiency", efficiency)
     return chosen.latency + nbytes / (efficiency * n_links * chosen.bandwidth)
 
 
@@ -215,12 +215,12 @@ def reuse_bandwidth_threshold(
         Achieved share of the line rate, in (0, 1].
     """
     m = get_model(model)
-    n = _validate.positive_int("prefix_tokens", prefix_tokens)
-    compute_flops = _validate.positive("compute_flops", compute_flops)
-    overlap = _validate.positive("overlap", overlap)
+    n = _args.positive_int("prefix_tokens", prefix_tokens)
+    compute_flops = _args.positive("compute_flops", compute_flops)
+    overlap = _args.positive("overlap", overlap)
     if overlap < 1:
         raise ValueError(f"overlap must be >= 1, got {overlap!r}")
-    efficiency = _validate.fraction("efficiency", efficiency)
+    efficiency = _args.fraction("efficiency", efficiency)
     if coefficients is None:
         flops = prefill_cost(m, n, dtype=dtype).flops
     else:
@@ -260,7 +260,7 @@ def congestion_factor(
         Eq. 1's coefficients (the paper's ``(4, 22)`` by default); ``None``
         counts the FLOP from the model's config.
     """
-    knee = _validate.positive("knee_bandwidth", knee_bandwidth)
+    knee = _args.positive("knee_bandwidth", knee_bandwidth)
     floor = reuse_bandwidth_threshold(
         model, prefix_tokens, compute_flops, coefficients=coefficients
     )
@@ -281,15 +281,15 @@ def mooncake_prefill_flops(
     what the book uses elsewhere; this form is here to reproduce the paper.
     """
     m = get_model(model)
-    n = _validate.positive_int("tokens", tokens)
+    n = _args.positive_int("tokens", tokens)
     try:
         a, b = coefficients
     except (TypeError, ValueError) as exc:
         raise ValueError(
             f"coefficients must be a pair (a, b), got {coefficients!r}"
         ) from exc
-    a = _validate.non_negative("coefficients[0] (a)", a)
-    b = _validate.positive("coefficients[1] (b)", b)
+    a = _args.non_negative("coefficients[0] (a)", a)
+    b = _args.positive("coefficients[1] (b)", b)
     return m.n_layers * (a * n * n * m.d_model + b * n * m.d_model**2)
 
 
@@ -363,8 +363,8 @@ class HiddenSizeRule:
 
 
 def _compute_rate(acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> float:
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    mfu = _validate.fraction("mfu", mfu)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    mfu = _args.fraction("mfu", mfu)
     return mfu * n_gpus * get_accelerator(acc).flops(dtype)
 
 
@@ -388,7 +388,7 @@ def hidden_size_rule(
     is :func:`breakeven`; this is its limit, as the tests check.
     """
     m = get_model(model)
-    n_links = _validate.positive_int("n_links", n_links)
+    n_links = _args.positive_int("n_links", n_links)
     rate = _compute_rate(acc, dtype, n_gpus, mfu)
     ratio = rate / (n_links * get_link(link).bandwidth)
     threshold = hidden_size_constant(m, dtype=dtype) * m.d_model
@@ -498,7 +498,7 @@ def breakeven_tokens(
         A token count (an ``int``); ``1`` if fetching wins at every length;
         ``math.inf`` if it does not win at ``max_tokens``.
     """
-    max_tokens = _validate.positive_int("max_tokens", max_tokens)
+    max_tokens = _args.positive_int("max_tokens", max_tokens)
     margin = _margin(model, acc, link, dtype, n_gpus, n_links, mfu)
     if margin(max_tokens) < 0:
         return math.inf
@@ -542,7 +542,7 @@ def recompute_window(
     (int, int) or None
         ``None`` when fetching is at least as fast for every length up to ``max_tokens``.
     """
-    max_tokens = _validate.positive_int("max_tokens", max_tokens)
+    max_tokens = _args.positive_int("max_tokens", max_tokens)
     end = breakeven_tokens(
         model,
         acc,
@@ -579,7 +579,7 @@ def pipelined_time(
     fetching does not slow computing (separate engines: NIC and tensor cores).
     Vectorised over ``fetch_s`` and ``compute_s`` (seconds, >= 0).
     """
-    stages = _validate.positive_int("stages", stages)
+    stages = _args.positive_int("stages", stages)
     f = np.asarray(fetch_s, dtype=float)
     c = np.asarray(compute_s, dtype=float)
     for name, value in (("fetch_s", f), ("compute_s", c)):
@@ -644,7 +644,7 @@ def best_split(
     recompute alone 73.6 ms, fetch alone 107.4 ms, the best split
     recomputes 2,445 tokens and fetches 1,651 in 43.3 ms.
     """
-    n = _validate.positive_int("tokens", tokens)
+    n = _args.positive_int("tokens", tokens)
 
     def recompute(r: int) -> float:
         if r == 0:

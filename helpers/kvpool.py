@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._measure import (
     TransferResult,
     byte_pattern,
@@ -167,18 +167,18 @@ def pool_object_transfer(
     may read an object again); ``verified``: the reader got the writer's bytes every time.
     A get includes copying the object into a new ``bytes``.
     """
-    sizes = tuple(_validate.positive_int("sizes", s) for s in sizes)
+    sizes = tuple(_args.positive_int("sizes", s) for s in sizes)
     if not sizes:
         raise ValueError("sizes must list at least one object size")
     spec: dict[str, Any] = {
         "sizes": sizes,
-        "repeats": _validate.positive_int("repeats", repeats),
-        "get_repeats": _validate.positive_int(
+        "repeats": _args.positive_int("repeats", repeats),
+        "get_repeats": _args.positive_int(
             "get_repeats", repeats if get_repeats is None else get_repeats
         ),
-        "warmup": _validate.non_negative_int("warmup", warmup),
-        "timeout": _validate.positive("timeout", timeout),
-        "seed": _validate.non_negative_int("seed", seed),
+        "warmup": _args.non_negative_int("warmup", warmup),
+        "timeout": _args.positive("timeout", timeout),
+        "seed": _args.non_negative_int("seed", seed),
     }
     spec["segment"] = 2 * sum(sizes) * (spec["repeats"] + spec["warmup"]) + 64 * _MIB
     ready, done = _events()
@@ -415,16 +415,16 @@ def pool_kv_transfer(
         raise ValueError("tokens must name at least one prompt length")
     spec: dict[str, Any] = {
         "config": config,
-        "tokens": tuple(_validate.positive_int("tokens", t) for t in sizes),
+        "tokens": tuple(_args.positive_int("tokens", t) for t in sizes),
         "dtype": dtype,
-        "new_tokens": _validate.positive_int("new_tokens", new_tokens),
-        "repeats": _validate.positive_int("repeats", repeats),
-        "get_repeats": _validate.positive_int(
+        "new_tokens": _args.positive_int("new_tokens", new_tokens),
+        "repeats": _args.positive_int("repeats", repeats),
+        "get_repeats": _args.positive_int(
             "get_repeats", repeats if get_repeats is None else get_repeats
         ),
-        "warmup": _validate.non_negative_int("warmup", warmup),
-        "timeout": _validate.positive("timeout", timeout),
-        "seed": _validate.non_negative_int("seed", seed),
+        "warmup": _args.non_negative_int("warmup", warmup),
+        "timeout": _args.positive("timeout", timeout),
+        "seed": _args.non_negative_int("seed", seed),
         "zero_copy": bool(zero_copy),
     }
     from .llm import kv_cache_bytes
@@ -491,12 +491,12 @@ def recompute_tokens(
     from .tinygpt import TinyGPT
 
     config = get_model(model)
-    net = TinyGPT(config, dtype=dtype, seed=_validate.non_negative_int("seed", seed))
+    net = TinyGPT(config, dtype=dtype, seed=_args.non_negative_int("seed", seed))
     logits, cache = net.prefill(
-        _prompt(config, _validate.positive_int("tokens", tokens), seed)
+        _prompt(config, _args.positive_int("tokens", tokens), seed)
     )
     generated = [int(logits.argmax(-1)[0])]
-    for _ in range(_validate.positive_int("new_tokens", new_tokens) - 1):
+    for _ in range(_args.positive_int("new_tokens", new_tokens) - 1):
         logits, cache = net.decode_step(torch.tensor([generated[-1]]), cache)
         generated.append(int(logits.argmax(-1)[0]))
     return tuple(generated)

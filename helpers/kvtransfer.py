@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._measure import (
     LOOPBACK,
     TransferResult,
@@ -88,8 +88,8 @@ def kv_message_bytes(
     qk_rope_head_dim) * bytes``.
     """
     m = get_model(model)
-    tokens = _validate.positive_int("tokens", tokens)
-    batch = _validate.positive_int("batch", batch)
+    tokens = _args.positive_int("tokens", tokens)
+    batch = _args.positive_int("batch", batch)
     per_layer = 1 if m.mla is not None else 2
     one = batch * tokens * (m.kv_elements_per_layer // per_layer) * dtype_bytes(dtype)
     sizes = (one,) * (per_layer * m.n_layers)
@@ -507,8 +507,8 @@ def distributed_kv_transfer(
     sizes = (tokens,) if isinstance(tokens, (int, np.integer)) else tuple(tokens)
     if not sizes:
         raise ValueError("tokens must name at least one prompt length")
-    sizes = tuple(_validate.positive_int("tokens", t) for t in sizes)
-    if backend is not None and _validate.name("backend", backend) not in (
+    sizes = tuple(_args.positive_int("tokens", t) for t in sizes)
+    if backend is not None and _args.name("backend", backend) not in (
         "gloo",
         "nccl",
     ):
@@ -516,18 +516,16 @@ def distributed_kv_transfer(
     spec: dict[str, Any] = {
         "config": config,
         "tokens": sizes,
-        "batch": _validate.positive_int("batch", batch),
+        "batch": _args.positive_int("batch", batch),
         "dtype": dtype,
-        "repeats": _validate.positive_int("repeats", repeats),
-        "warmup": _validate.non_negative_int("warmup", warmup),
-        "seed": _validate.non_negative_int("seed", seed),
-        "timeout": _validate.positive("timeout", timeout),
+        "repeats": _args.positive_int("repeats", repeats),
+        "warmup": _args.non_negative_int("warmup", warmup),
+        "seed": _args.non_negative_int("seed", seed),
+        "timeout": _args.positive("timeout", timeout),
         "prefill": bool(prefill),
     }
     dtype_bytes(dtype)
-    chosen = (
-        default_backend() if backend is None else _validate.name("backend", backend)
-    )
+    chosen = default_backend() if backend is None else _args.name("backend", backend)
     spec["backend"] = chosen
     spec["device"] = _cache_device(device, chosen)
     if rendezvous is None:
@@ -551,7 +549,7 @@ def _cache_device(device: str | None, backend: str) -> str:
         import torch
 
         return "cuda" if torch.cuda.is_available() else "cpu"
-    key = _validate.name("device", device)
+    key = _args.name("device", device)
     if key not in ("cuda", "cpu"):
         raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
     if backend == "nccl" and key != "cuda":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .ops import resnet50_layers
 
@@ -38,8 +38,8 @@ def fits_in_l2(
     >>> fits_in_l2(1.6e6, "T4"), fits_in_l2(26e6, "T4")
     (True, False)
     """
-    nbytes = _validate.positive("nbytes", nbytes)
-    usable = _validate.fraction("usable_fraction", usable_fraction)
+    nbytes = _args.positive("nbytes", nbytes)
+    usable = _args.fraction("usable_fraction", usable_fraction)
     device = get_accelerator(acc)
     if device.l2_bytes is None:
         raise KeyError(f"{device.name} has no published L2 size ({device.notes})")

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._lab_checks import (
     count_kernels,
     extra_weight_passes,
@@ -76,8 +76,8 @@ def relative_error(
     Positive: the model predicted more than was measured (e.g. a slower time).
     Both inputs must be positive and have the same shape.
     """
-    p = _validate.positive_array("predicted", predicted)
-    m = _validate.positive_array("measured", measured)
+    p = _args.positive_array("predicted", predicted)
+    m = _args.positive_array("measured", measured)
     if p.shape != m.shape:
         raise ValueError(
             f"predicted and measured must have the same shape, got {p.shape} and {m.shape}"
@@ -147,8 +147,8 @@ class Comparison:
         ``scale=1e-3, scaled_unit="ms"``), with ``digits`` significant digits.
         ``label`` heads the first column (every column has a header, for screen readers).
         """
-        scale = _validate.positive("scale", scale)
-        digits = _validate.positive_int("digits", digits)
+        scale = _args.positive("scale", scale)
+        digits = _args.positive_int("digits", digits)
         if not label.strip():
             raise ValueError("label must name the first column, got an empty string")
         unit = self.unit if scaled_unit is None else scaled_unit
@@ -242,8 +242,8 @@ def timed_sweep(
 
     if not callable(make_call):
         raise TypeError("make_call must be callable")
-    repeats = _validate.positive_int("repeats", repeats)
-    warmup = _validate.non_negative_int("warmup", warmup)
+    repeats = _args.positive_int("repeats", repeats)
+    warmup = _args.non_negative_int("warmup", warmup)
 
     def timed(value: Any) -> Any:
         if amortized:
@@ -429,8 +429,8 @@ def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
 
     from . import bench
 
-    d_in = _validate.positive_int("d_in", d_in)
-    d_out = _validate.positive_int("d_out", d_out)
+    d_in = _args.positive_int("d_in", d_in)
+    d_out = _args.positive_int("d_out", d_out)
     dev = bench.device() if dev is None else torch.device(dev)
     layer = torch.nn.Linear(
         d_in, d_out, bias=False, device=dev, dtype=bench.torch_dtype(dtype)
@@ -464,13 +464,13 @@ def batch_caller(
 
     if not callable(module):
         raise TypeError("module must be callable")
-    d_in = _validate.positive_int("d_in", d_in)
+    d_in = _args.positive_int("d_in", d_in)
     tdtype = bench.torch_dtype(dtype)
     dev = bench.device() if dev is None else torch.device(dev)
 
     def make(batch: int) -> Callable[[], Any]:
         x = torch.randn(
-            _validate.positive_int("batch", batch), d_in, device=dev, dtype=tdtype
+            _args.positive_int("batch", batch), d_in, device=dev, dtype=tdtype
         )
         return lambda: module(x)
 
@@ -492,7 +492,7 @@ def measured_ceilings(
     """
     from . import bench
 
-    tries = _validate.positive_int("tries", tries)
+    tries = _args.positive_int("tries", tries)
     runs = [
         bench.measured_accelerator(
             None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
@@ -528,7 +528,7 @@ def timed_sweep_past_knee(
     """
     from .batching import measured_knee
 
-    max_value = _validate.positive_int("max_value", max_value)
+    max_value = _args.positive_int("max_value", max_value)
     sweep = timed_sweep(values, make_call, **kwargs)
     while (
         sweep.stopped_at is None
@@ -582,9 +582,9 @@ def rate_bounds(
     fp32 and fp64, AMX tiles for 16- and 8-bit types) per thread at 6 GHz, and
     2 TB/s. The labs assert that every measured rate lies below these bounds.
     """
-    key = _validate.name("device_name", device_name)
-    threads = _validate.positive_int("threads", threads)
-    slack = _validate.positive("slack", slack)
+    key = _args.name("device_name", device_name)
+    threads = _args.positive_int("threads", threads)
+    slack = _args.positive("slack", slack)
     if key.startswith("cpu"):
         per_cycle = CPU_FLOP_PER_CYCLE.get(dtype, max(CPU_FLOP_PER_CYCLE.values()))
         return slack * threads * 6e9 * per_cycle, 2e12
@@ -689,13 +689,12 @@ def plan_sweep(
         raise ValueError("sizes must not be empty")
     if not callable(work_of):
         raise TypeError("work_of must be callable")
-    rate = _validate.positive("rate", rate)
-    budget_s = _validate.positive("budget_s", budget_s)
-    calls = _validate.positive_int("calls", calls)
-    minimum = min(_validate.positive_int("minimum", minimum), len(sizes))
+    rate = _args.positive("rate", rate)
+    budget_s = _args.positive("budget_s", budget_s)
+    calls = _args.positive_int("calls", calls)
+    minimum = min(_args.positive_int("minimum", minimum), len(sizes))
     predicted = {
-        s: calls * _validate.non_negative("work_of(size)", work_of(s)) / rate
-        for s in sizes
+        s: calls * _args.non_negative("work_of(size)", work_of(s)) / rate for s in sizes
     }
     kept, total = [], 0.0
     for i, s in enumerate(sizes):

@@ -34,7 +34,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .hardware import dtype_bytes
 from .kv_formats import KVFormat, kv_format
 from .ops import Cost
@@ -71,8 +71,8 @@ class LatentAttention:
             "qk_nope_head_dim",
             "v_head_dim",
         ):
-            _validate.positive_int(name, getattr(self, name))
-        _validate.non_negative_int("q_lora_rank", self.q_lora_rank)
+            _args.positive_int(name, getattr(self, name))
+        _args.non_negative_int("q_lora_rank", self.q_lora_rank)
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,9 @@ class MixtureOfExperts:
 
     def __post_init__(self) -> None:
         for name in ("n_routed", "top_k", "d_ff_expert"):
-            _validate.positive_int(name, getattr(self, name))
-        _validate.non_negative_int("n_shared", self.n_shared)
-        _validate.non_negative_int("first_dense_layers", self.first_dense_layers)
+            _args.positive_int(name, getattr(self, name))
+        _args.non_negative_int("n_shared", self.n_shared)
+        _args.non_negative_int("first_dense_layers", self.first_dense_layers)
         if self.top_k > self.n_routed:
             raise ValueError(
                 f"top_k ({self.top_k}) must not exceed n_routed ({self.n_routed})"
@@ -153,11 +153,11 @@ class ModelConfig:
     moe: MixtureOfExperts | None = _field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
-        _validate.name("name", self.name)
-        _validate.boolean("gated_mlp", self.gated_mlp)
-        _validate.boolean("tied_embeddings", self.tied_embeddings)
+        _args.name("name", self.name)
+        _args.boolean("gated_mlp", self.gated_mlp)
+        _args.boolean("tied_embeddings", self.tied_embeddings)
         if self.nominal_params is not None:
-            _validate.positive("nominal_params", self.nominal_params)
+            _args.positive("nominal_params", self.nominal_params)
         for field in (
             "n_layers",
             "d_model",
@@ -167,7 +167,7 @@ class ModelConfig:
             "d_ff",
             "vocab_size",
         ):
-            _validate.positive_int(field, getattr(self, field))
+            _args.positive_int(field, getattr(self, field))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})"
@@ -220,7 +220,7 @@ class ModelConfig:
 
         ``absorbed`` has no effect on MHA/GQA.
         """
-        _validate.boolean("absorbed", absorbed)
+        _args.boolean("absorbed", absorbed)
         a = self.mla
         if a is None:
             return 4.0 * self.q_dim
@@ -445,7 +445,7 @@ def get_model(name: str | ModelConfig) -> ModelConfig:
     """
     if isinstance(name, ModelConfig):
         return name
-    key = _validate.name("model", name).replace("_", "-").replace(" ", "-")
+    key = _args.name("model", name).replace("_", "-").replace(" ", "-")
     if key not in _MODELS:
         raise KeyError(f"model {name!r} is unknown; choose one of {list(_MODELS)}")
     return _MODELS[key]
@@ -525,7 +525,7 @@ def weights_read_bytes(
     moves the critical batch (:func:`helpers.inference.critical_decode_batch`).
     """
     m = get_model(model)
-    tokens = _validate.non_negative("tokens", tokens)
+    tokens = _args.non_negative("tokens", tokens)
     width = dtype_bytes(dtype)
     experts = 0.0
     if m.moe is not None:
@@ -573,8 +573,8 @@ def kv_cache_bytes(
     sequence of 4,096 tokens: ``4096 * 327,680`` bytes, about 1.34 GB.
     ``kv_dtype`` as in :func:`kv_cache_bytes_per_token`.
     """
-    tokens = _validate.positive_int("tokens", tokens)
-    batch = _validate.positive_int("batch", batch)
+    tokens = _args.positive_int("tokens", tokens)
+    batch = _args.positive_int("batch", batch)
     return (
         batch * tokens * kv_cache_bytes_per_token(model, dtype=dtype, kv_dtype=kv_dtype)
     )
@@ -594,7 +594,7 @@ def kv_capacity_tokens(
     305,175 Llama-3-70B tokens in bf16 and 976,562 in ``"int4"`` (3.2x, not 4x,
     because of the scales).
     """
-    capacity = _validate.non_negative("capacity_bytes", capacity_bytes)
+    capacity = _args.non_negative("capacity_bytes", capacity_bytes)
     return int(capacity // kv_cache_bytes_per_token(model, kv_dtype=kv_dtype))
 
 
@@ -633,7 +633,7 @@ def kv_transfer_bytes(
     ``kv_transfer_bytes / bandwidth`` plus the decode time, which CacheGen
     runs on the GPU and overlaps with transfer.
     """
-    compression = _validate.positive("compression", compression)
+    compression = _args.positive("compression", compression)
     if compression < 1:
         raise ValueError(
             f"compression must be >= 1 (a size reduction), got {compression!r}"
@@ -664,7 +664,7 @@ def attention_flops(
     if np.ndim(pairs) == 0 and not isinstance(
         pairs, str
     ):  # fast path: prefill_cost calls it per request
-        return per_pair * _validate.non_negative("pairs", pairs)
+        return per_pair * _args.non_negative("pairs", pairs)
     raw = np.asarray(pairs)
     if (
         raw.dtype.kind not in "iuf"
@@ -702,8 +702,8 @@ def prefill_cost(
     and the lm_head once, the embedding rows looked up, and the KV cache written.
     """
     m = get_model(model)
-    tokens = _validate.positive_int("tokens", tokens)
-    batch = _validate.positive_int("batch", batch)
+    tokens = _args.positive_int("tokens", tokens)
+    batch = _args.positive_int("batch", batch)
     width = dtype_bytes(dtype)
     n = batch * tokens
     flops = n * linear_flops_per_token(m)
@@ -738,9 +738,9 @@ def decode_cost(
     sequence's KV cache read (``context`` tokens) and its new tokens' KV written.
     """
     m = get_model(model)
-    context = _validate.non_negative_int("context", context)
-    batch = _validate.positive_int("batch", batch)
-    s = _validate.positive_int("query_tokens", query_tokens)
+    context = _args.non_negative_int("context", context)
+    batch = _args.positive_int("batch", batch)
+    s = _args.positive_int("query_tokens", query_tokens)
     width = dtype_bytes(dtype)
     pairs = s * context + s * (s + 1) / 2
     flops = batch * s * (linear_flops_per_token(m) + 2.0 * m.d_model * m.vocab_size)

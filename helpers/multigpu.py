@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import _validate, inference, parallel
+from . import _args, inference, parallel
 from .hardware import Accelerator, Link, dtype_bytes
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
@@ -113,7 +113,7 @@ def activation_bytes(
     decode batch of 355 sequences all-reduces ``355 * 16384 = 5.8`` MB.
     """
     m = get_model(model)
-    tokens = _validate.positive_int("tokens", tokens)
+    tokens = _args.positive_int("tokens", tokens)
     return float(tokens * m.d_model * dtype_bytes(dtype))
 
 
@@ -198,7 +198,7 @@ def ep_alltoall_times(
     m = get_model(model)
     if m.moe is None:
         raise ValueError(f"model {m.name!r} has no mixture-of-experts layers")
-    tokens = _validate.positive_int("tokens_per_device", tokens_per_device)
+    tokens = _args.positive_int("tokens_per_device", tokens_per_device)
     elements = tokens * m.moe.top_k * m.d_model
     return (
         parallel.alltoall_time(
@@ -229,7 +229,7 @@ def cp_comm_time(
     Llama-3-70B keeps 4,096 bytes per token per layer in bf16.
     """
     m = get_model(model)
-    tokens = _validate.positive_int("tokens", tokens)
+    tokens = _args.positive_int("tokens", tokens)
     per_layer = tokens * kv_cache_bytes_per_token(m, dtype=dtype) / m.n_layers
     return m.n_layers * parallel.allgather_time(per_layer, n, link, algorithm=algorithm)
 
@@ -260,6 +260,6 @@ def pp_bubble_fraction(stages: int, micro_batches: int) -> float:
     ``p - 1`` micro-batch times and the pipeline drains for as long. Four
     stages, one micro-batch: 3/4 idle; 16 micro-batches: 3/19 = 0.16.
     """
-    p = _validate.positive_int("stages", stages)
-    m = _validate.positive_int("micro_batches", micro_batches)
+    p = _args.positive_int("stages", stages)
+    m = _args.positive_int("micro_batches", micro_batches)
     return (p - 1) / (m + p - 1)

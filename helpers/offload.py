@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, Link, dtype_bytes, get_accelerator, get_link
 from .llm import ModelConfig, decode_cost, get_model, kv_cache_bytes_per_token
 from .ops import Cost
@@ -98,8 +98,8 @@ def decode_split(
         Dtype of weights and KV cache.
     """
     m = get_model(model)
-    context = _validate.non_negative_int("context", context)
-    batch = _validate.positive_int("batch", batch)
+    context = _args.non_negative_int("context", context)
+    batch = _args.positive_int("batch", batch)
     total = decode_cost(m, context, batch=batch, dtype=dtype)
     longer = decode_cost(m, context + 1, batch=batch, dtype=dtype)
     keys = context + 1
@@ -155,10 +155,10 @@ def attention_intensity(
         (``n_heads / tensor_parallel`` for head-sharded tensor parallelism).
     """
     m = get_model(model)
-    s_q = _validate.positive_int("query_tokens", query_tokens)
+    s_q = _args.positive_int("query_tokens", query_tokens)
     h = m.n_heads
     if heads_per_device is not None:
-        h = _validate.positive_int("heads_per_device", heads_per_device)
+        h = _args.positive_int("heads_per_device", heads_per_device)
         if h > m.n_heads:
             raise ValueError(
                 f"heads_per_device must be at most the model's {m.n_heads} heads, got {h}"
@@ -196,7 +196,7 @@ def kv_bytes_per_token_per_device(
         Devices that share each sequence's attention heads, >= 1, at most ``n_heads``.
     """
     m = get_model(model)
-    tp = _validate.positive_int("tensor_parallel", tensor_parallel)
+    tp = _args.positive_int("tensor_parallel", tensor_parallel)
     if tp > m.n_heads:
         raise ValueError(
             f"tensor_parallel must be at most the model's {m.n_heads} heads, got {tp}"
@@ -247,7 +247,7 @@ def step_traffic_bytes(
 ) -> float:
     """Bytes moved (both directions) in one decode step: ``batch * n_layers * (sent + received)``."""
     m = get_model(model)
-    batch = _validate.positive_int("batch", batch)
+    batch = _args.positive_int("batch", batch)
     sent, received = layer_traffic_bytes(m, dtype=dtype)
     return batch * m.n_layers * (sent + received)
 
@@ -367,14 +367,14 @@ def offload_step_time(
         (critical path); ``link_busy_s = batch * n_layers * max(sent, received)
         / (n_links * bandwidth)`` (full-duplex occupancy).
     """
-    n_compute = _validate.positive_int("n_compute", n_compute)
-    batch = _validate.positive_int("batch", batch)
-    micro_batches = min(_validate.positive_int("micro_batches", micro_batches), batch)
-    n_memory = _validate.positive_int("n_memory", n_memory)
+    n_compute = _args.positive_int("n_compute", n_compute)
+    batch = _args.positive_int("batch", batch)
+    micro_batches = min(_args.positive_int("micro_batches", micro_batches), batch)
+    n_memory = _args.positive_int("n_memory", n_memory)
     n_links = (
         min(n_compute, n_memory)
         if n_links is None
-        else _validate.positive_int("n_links", n_links)
+        else _args.positive_int("n_links", n_links)
     )
     chosen = get_link(link)
     m = get_model(model)
@@ -422,8 +422,8 @@ def tokens_per_dollar(tokens_per_second: float, price_per_hour: float) -> float:
     ``price_per_hour`` is what the reader pays for the whole deployment, in
     dollars per hour; no price is built in.
     """
-    tokens_per_second = _validate.non_negative("tokens_per_second", tokens_per_second)
-    price_per_hour = _validate.positive("price_per_hour", price_per_hour)
+    tokens_per_second = _args.non_negative("tokens_per_second", tokens_per_second)
+    price_per_hour = _args.positive("price_per_hour", price_per_hour)
     return tokens_per_second * 3600.0 / price_per_hour
 
 
@@ -445,15 +445,15 @@ def breakeven_price_ratio(
     fraction; a negative result means it loses even with free memory devices.
     No price is needed, only the ratio.
     """
-    offload_tokens_per_s = _validate.non_negative(
+    offload_tokens_per_s = _args.non_negative(
         "offload_tokens_per_s", offload_tokens_per_s
     )
-    baseline_tokens_per_s = _validate.positive(
+    baseline_tokens_per_s = _args.positive(
         "baseline_tokens_per_s", baseline_tokens_per_s
     )
-    n_compute = _validate.positive_int("n_compute", n_compute)
-    n_memory = _validate.positive_int("n_memory", n_memory)
-    n_baseline = _validate.positive_int("n_baseline", n_baseline)
+    n_compute = _args.positive_int("n_compute", n_compute)
+    n_memory = _args.positive_int("n_memory", n_memory)
+    n_baseline = _args.positive_int("n_baseline", n_baseline)
     return (
         n_baseline * offload_tokens_per_s / baseline_tokens_per_s - n_compute
     ) / n_memory

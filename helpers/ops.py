@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, dtype_bytes, get_accelerator
 from .roofline import (
     Roof,
@@ -44,8 +44,8 @@ class Cost:
     bytes: float
 
     def __post_init__(self) -> None:
-        _validate.non_negative("flops", self.flops)
-        _validate.non_negative("bytes", self.bytes)
+        _args.non_negative("flops", self.flops)
+        _args.non_negative("bytes", self.bytes)
 
     @property
     def intensity(self) -> float:
@@ -65,7 +65,7 @@ class Cost:
         return NotImplemented
 
     def __mul__(self, factor: float) -> Cost:
-        factor = _validate.non_negative("factor", factor)
+        factor = _args.non_negative("factor", factor)
         return Cost(self.flops * factor, self.bytes * factor)
 
     __rmul__ = __mul__
@@ -80,9 +80,9 @@ def elementwise_cost(
     Its intensity, ``flops_per_element / ((n_inputs + 1) * bytes)``, is far below
     any GPU's ridge point: elementwise ops are memory-bound.
     """
-    n = _validate.positive_int("n", n)
-    n_inputs = _validate.positive_int("n_inputs", n_inputs)
-    flops_per_element = _validate.non_negative("flops_per_element", flops_per_element)
+    n = _args.positive_int("n", n)
+    n_inputs = _args.positive_int("n_inputs", n_inputs)
+    flops_per_element = _args.non_negative("flops_per_element", flops_per_element)
     return Cost(flops_per_element * n, float(dtype_bytes(dtype) * (n_inputs + 1) * n))
 
 
@@ -91,8 +91,8 @@ def reduction_cost(n: int, *, dtype: str = "fp32", outputs: int = 1) -> Cost:
 
     ``n - outputs`` additions; reads ``n`` elements and writes ``outputs``.
     """
-    n = _validate.positive_int("n", n)
-    outputs = _validate.positive_int("outputs", outputs)
+    n = _args.positive_int("n", n)
+    outputs = _args.positive_int("outputs", outputs)
     if outputs > n:
         raise ValueError(f"outputs ({outputs}) must not exceed n ({n})")
     return Cost(float(n - outputs), float(dtype_bytes(dtype) * (n + outputs)))
@@ -111,7 +111,7 @@ def matmul_cost(
     >>> matmul_cost(64, 7168, 2112, dtype="fp8", out_dtype="bf16").bytes
     15867904.0
     """
-    m, k, n = (_validate.positive_int(p, v) for p, v in (("m", m), ("k", k), ("n", n)))
+    m, k, n = (_args.positive_int(p, v) for p, v in (("m", m), ("k", k), ("n", n)))
     width = dtype_bytes(dtype)
     out_width = width if out_dtype is None else dtype_bytes(out_dtype)
     return Cost(2.0 * m * k * n, float(width * (m * k + k * n) + out_width * m * n))
@@ -121,8 +121,8 @@ def _tile(tile: tuple[int, int]) -> tuple[int, int]:
     if not isinstance(tile, tuple) or len(tile) != 2:
         raise TypeError(f"tile must be a pair (rows, columns), got {tile!r}")
     return (
-        _validate.positive_int("tile[0]", tile[0]),
-        _validate.positive_int("tile[1]", tile[1]),
+        _args.positive_int("tile[0]", tile[0]),
+        _args.positive_int("tile[1]", tile[1]),
     )
 
 
@@ -131,8 +131,8 @@ def gemm_tiles(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE) -> int:
 
     One thread block computes one tile, on one SM at a time.
     """
-    m = _validate.positive_int("m", m)
-    n = _validate.positive_int("n", n)
+    m = _args.positive_int("m", m)
+    n = _args.positive_int("n", n)
     t_m, t_n = _tile(tile)
     return math.ceil(m / t_m) * math.ceil(n / t_n)
 
@@ -180,8 +180,8 @@ def tile_efficiency(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE) -> 
     >>> tile_efficiency(16, 4096)
     0.125
     """
-    m = _validate.positive_int("m", m)
-    n = _validate.positive_int("n", n)
+    m = _args.positive_int("m", m)
+    n = _args.positive_int("n", n)
     t_m, t_n = _tile(tile)
     return m * n / (math.ceil(m / t_m) * t_m * math.ceil(n / t_n) * t_n)
 
@@ -220,9 +220,9 @@ def gemm_efficiency(
     >>> round(gemm_efficiency(49, 512, 4608, "A100"), 3)
     0.737
     """
-    k = _validate.positive_int("k", k)
-    min_k_chunk = _validate.positive_int("min_k_chunk", min_k_chunk)
-    batch = _validate.positive_int("batch", batch)
+    k = _args.positive_int("k", k)
+    min_k_chunk = _args.positive_int("min_k_chunk", min_k_chunk)
+    batch = _args.positive_int("batch", batch)
     if not tiles:
         raise ValueError("tiles must list at least one (rows, columns) tile")
     sms = get_accelerator(acc).sms()
@@ -321,7 +321,7 @@ def gemm_time(
     >>> round(gemm_time(1024, 1024, 1024, "H100 SXM") * 1e6, 2)
     2.24
     """
-    batch = _validate.positive_int("batch", batch)
+    batch = _args.positive_int("batch", batch)
     cost = batch * matmul_cost(m, k, n, dtype=dtype, out_dtype=out_dtype)
     e = gemm_efficiency(m, n, k, acc, batch=batch)
     return breakdown(
@@ -351,9 +351,9 @@ def linear_cost(
     The intensity is ``2 B d_in d_out / (w_w d_in d_out + w_a B (d_in + d_out))``,
     which for ``B << d_in, d_out`` is about ``2B / w_w``.
     """
-    batch = _validate.positive_int("batch", batch)
-    d_in = _validate.positive_int("d_in", d_in)
-    d_out = _validate.positive_int("d_out", d_out)
+    batch = _args.positive_int("batch", batch)
+    d_in = _args.positive_int("d_in", d_in)
+    d_out = _args.positive_int("d_out", d_out)
     w_a = dtype_bytes(dtype)
     w_w = dtype_bytes(weight_dtype if weight_dtype is not None else dtype)
     flops = 2.0 * batch * d_in * d_out
@@ -368,8 +368,8 @@ def linear_weight_bytes(d_in: int, d_out: int, *, dtype: str = "fp16") -> float:
     whatever the batch (pass the layer's ``weight_dtype``). A 1024 x 1024
     fp16 layer holds 2 MiB (2,097,152 bytes).
     """
-    d_in = _validate.positive_int("d_in", d_in)
-    d_out = _validate.positive_int("d_out", d_out)
+    d_in = _args.positive_int("d_in", d_in)
+    d_out = _args.positive_int("d_out", d_out)
     return float(dtype_bytes(dtype) * d_in * d_out)
 
 
@@ -388,7 +388,7 @@ def mlp_cost(
     Elementwise activation work is ignored; the hidden activations are written
     and read back once.
     """
-    _validate.boolean("gated", gated)
+    _args.boolean("gated", gated)
     up = linear_cost(batch, d_model, d_ff, dtype=dtype, weight_dtype=weight_dtype)
     down = linear_cost(batch, d_ff, d_model, dtype=dtype, weight_dtype=weight_dtype)
     return (2 if gated else 1) * up + down
@@ -401,13 +401,11 @@ def conv_output_size(
 
     ``padding=None`` means ``kernel // 2`` ("same" for odd kernels at stride 1).
     """
-    size = _validate.positive_int("size", size)
-    kernel = _validate.positive_int("kernel", kernel)
-    stride = _validate.positive_int("stride", stride)
+    size = _args.positive_int("size", size)
+    kernel = _args.positive_int("kernel", kernel)
+    stride = _args.positive_int("stride", stride)
     padding = (
-        kernel // 2
-        if padding is None
-        else _validate.non_negative_int("padding", padding)
+        kernel // 2 if padding is None else _args.non_negative_int("padding", padding)
     )
     out = (size + 2 * padding - kernel) // stride + 1
     if out < 1:
@@ -436,11 +434,11 @@ def conv2d_cost(
     ``M = N P Q``, ``N_gemm = K``, ``K_gemm = C R S`` so FLOP = ``2 N P Q K C R S``.
     Bytes: input ``N C H W`` + filters ``K C R S`` + output ``N K P Q`` elements.
     """
-    batch = _validate.positive_int("batch", batch)
-    c_in = _validate.positive_int("c_in", c_in)
-    c_out = _validate.positive_int("c_out", c_out)
-    height = _validate.positive_int("height", height)
-    width = _validate.positive_int("width", width)
+    batch = _args.positive_int("batch", batch)
+    c_in = _args.positive_int("c_in", c_in)
+    c_out = _args.positive_int("c_out", c_out)
+    height = _args.positive_int("height", height)
+    width = _args.positive_int("width", width)
     p = conv_output_size(height, kernel, stride=stride, padding=padding)
     q = conv_output_size(width, kernel, stride=stride, padding=padding)
     w = dtype_bytes(dtype)
@@ -485,8 +483,8 @@ def op_cost(kind: str, size: int, *, dtype: str = "fp16", d_model: int = 4096) -
         From :func:`elementwise_cost`, :func:`reduction_cost`,
         :func:`matmul_cost` or :func:`linear_cost`.
     """
-    key = _validate.name("kind", kind)
-    size = _validate.positive_int("size", size)
+    key = _args.name("kind", kind)
+    size = _args.positive_int("size", size)
     if key == "relu":
         return elementwise_cost(size, dtype=dtype, n_inputs=1)
     if key == "add":
@@ -496,7 +494,7 @@ def op_cost(kind: str, size: int, *, dtype: str = "fp16", d_model: int = 4096) -
     if key == "matmul":
         return matmul_cost(size, size, size, dtype=dtype)
     if key == "linear":
-        d_model = _validate.positive_int("d_model", d_model)
+        d_model = _args.positive_int("d_model", d_model)
         return linear_cost(size, d_model, d_model, dtype=dtype)
     raise KeyError(f"kind {kind!r} is unknown; choose one of {list(OP_KINDS)}")
 
@@ -525,7 +523,7 @@ def op_roof(kind: str) -> Roof:
     >>> op_roof("relu"), op_roof("matmul")
     ('vector', 'tensor')
     """
-    key = _validate.name("kind", kind)
+    key = _args.name("kind", kind)
     if key not in OP_ROOFS:
         raise KeyError(f"kind {kind!r} is unknown; choose one of {list(OP_KINDS)}")
     return OP_ROOFS[key]
@@ -593,8 +591,8 @@ def critical_batch_size(
         return ridge_point(get_accelerator(acc), dtype=dtype) * w_w / 2
     if d_in is None or d_out is None:
         raise ValueError("give both d_in and d_out, or neither")
-    d_in = _validate.positive_int("d_in", d_in)
-    d_out = _validate.positive_int("d_out", d_out)
+    d_in = _args.positive_int("d_in", d_in)
+    d_out = _args.positive_int("d_out", d_out)
     return crossing_batch(
         lambda b: linear_cost(b, d_in, d_out, dtype=dtype, weight_dtype=weight_dtype),
         acc,
@@ -686,8 +684,8 @@ def resnet50_layers(
     Pooling, batch norm, ReLU and additions are not listed (they are
     memory-bound elementwise work with no weights to speak of).
     """
-    batch = _validate.positive_int("batch", batch)
-    image_size = _validate.positive_int("image_size", image_size)
+    batch = _args.positive_int("batch", batch)
+    image_size = _args.positive_int("image_size", image_size)
     if image_size < 32:
         raise ValueError(
             f"image_size must be >= 32 for ResNet-50's five stride-2 steps, got {image_size}"

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, Link, get_accelerator, get_link
 
 ALGORITHMS = ("ring", "tree")
@@ -81,20 +81,18 @@ _BUS_FACTOR = {
 }
 
 
-def _args(
+def _collective_args(
     nbytes: float, n: int, link: str | Link, algorithm: str, latency: float | None
 ) -> tuple[float, int, float, float]:
-    nbytes = _validate.non_negative("nbytes", nbytes)
-    n = _validate.positive_int("n", n)
+    nbytes = _args.non_negative("nbytes", nbytes)
+    n = _args.positive_int("n", n)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     try:
         spec = get_link(link)
     except KeyError as err:
         raise KeyError(f"link: {err.args[0]}") from None
-    alpha = (
-        spec.latency if latency is None else _validate.non_negative("latency", latency)
-    )
+    alpha = spec.latency if latency is None else _args.non_negative("latency", latency)
     return nbytes, n, spec.bandwidth, alpha
 
 
@@ -126,7 +124,7 @@ def allreduce_time(
     Example: 1 GiB over 8 GPUs on NVLink 4 (450 GB/s, 1 us), ring:
     ``2*7/8 * 2**30 / 450e9 + 14 * 1e-6`` = 4.19 ms.
     """
-    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
+    s, n, bw, alpha = _collective_args(nbytes, n, link, algorithm, latency)
     if n == 1:
         return 0.0
     steps = 2 * (n - 1) if algorithm == "ring" else 2 * _log2_steps(n)
@@ -137,7 +135,7 @@ def _one_pass(
     nbytes: float, n: int, link: str | Link, algorithm: str, latency: float | None
 ) -> float:
     """All-gather's and reduce-scatter's common cost: each rank sends ``(n-1)/n`` of ``nbytes``."""
-    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
+    s, n, bw, alpha = _collective_args(nbytes, n, link, algorithm, latency)
     if n == 1:
         return 0.0
     steps = (n - 1) if algorithm == "ring" else _log2_steps(n)
@@ -198,7 +196,7 @@ def alltoall_time(
     all-to-all factor ``(n-1)/n``; step counts: Thakur, Rabenseifner and
     Gropp (2005).
     """
-    s, n, bw, alpha = _args(nbytes, n, link, algorithm, latency)
+    s, n, bw, alpha = _collective_args(nbytes, n, link, algorithm, latency)
     if n == 1:
         return 0.0
     if algorithm == "ring":
@@ -242,9 +240,9 @@ def bus_bandwidth(collective: str, nbytes: float, n: int, time_s: float) -> floa
     """
     if collective not in _BUS_FACTOR:
         raise ValueError(f"collective must be one of {COLLECTIVES}, got {collective!r}")
-    nbytes = _validate.positive("nbytes", nbytes)
-    n = _validate.positive_int("n", n)
-    time_s = _validate.positive("time_s", time_s)
+    nbytes = _args.positive("nbytes", nbytes)
+    n = _args.positive_int("n", n)
+    time_s = _args.positive("time_s", time_s)
     if n == 1:
         raise ValueError("n must be >= 2 for a bus bandwidth, got 1")
     return nbytes / time_s * _BUS_FACTOR[collective](n)

@@ -23,7 +23,7 @@ from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import _validate
+from . import _args
 from .batching import BatchSweep
 from .convnets import LayerRoofline, resnet50_roofline
 from .hardware import Accelerator, get_accelerator
@@ -67,7 +67,7 @@ def series_style(index: int, *, points: int | None = None) -> dict[str, Any]:
     about a dozen of them (``markevery``), staggered by ``index`` so markers of two series that
     run together do not sit on each other.
     """
-    i = _validate.non_negative_int("index", index)
+    i = _args.non_negative_int("index", index)
     style: dict[str, Any] = {
         "color": PALETTE[i % len(PALETTE)],
         "linestyle": LINESTYLES[i % len(LINESTYLES)],
@@ -75,7 +75,7 @@ def series_style(index: int, *, points: int | None = None) -> dict[str, Any]:
         "markersize": 5,
     }
     if points is not None:
-        n = _validate.positive_int("points", points)
+        n = _args.positive_int("points", points)
         step = max(1, n // 12)
         style["markevery"] = ((i * max(1, step // 3)) % step, step)
     return style
@@ -148,11 +148,11 @@ def roofline_plot(
     if not accs:
         raise ValueError("devices must name at least one accelerator")
     dtypes = [
-        _validate.name("dtypes", d)
+        _args.name("dtypes", d)
         for d in ([dtypes] if isinstance(dtypes, str) else dtypes)
     ]
-    lo = _validate.positive("intensity_range[0]", intensity_range[0])
-    hi = _validate.positive("intensity_range[1]", intensity_range[1])
+    lo = _args.positive("intensity_range[0]", intensity_range[0])
+    hi = _args.positive("intensity_range[1]", intensity_range[1])
     if hi <= lo:
         raise ValueError("intensity_range must be (low, high) with low < high")
     if ax is None:
@@ -180,7 +180,7 @@ def roofline_plot(
     if points:
         device, dtype = drawn[0]
         for label, intensity in points.items():
-            intensity = _validate.positive(f"points[{label!r}]", intensity)
+            intensity = _args.positive(f"points[{label!r}]", intensity)
             value = attainable_flops(intensity, device, dtype=dtype)
             ax.plot([intensity], [float(value)], "k^", ms=6)
             ax.annotate(
@@ -226,7 +226,7 @@ def mark_ops(
         raise ValueError("points must name at least one operation")
     ordered = sorted(points.items(), key=lambda item: item[1])
     for i, (label, intensity) in enumerate(ordered):
-        intensity = _validate.positive(f"points[{label!r}]", intensity)
+        intensity = _args.positive(f"points[{label!r}]", intensity)
         value = attainable_flops(intensity, device, dtype=dtype)
         ax.plot([intensity], [float(value)], "k^", ms=6, zorder=5)
         # up-left or down-right of the point: off a rising or flat roof either way
@@ -376,7 +376,7 @@ def label_ridges(
     dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
     for device in (get_accelerator(d) for d in devices):
         for dtype in dtypes:
-            if _validate.name("dtypes", dtype) not in device.peak_flops:
+            if _args.name("dtypes", dtype) not in device.peak_flops:
                 continue
             ridge = ridge_point(device, dtype=dtype)
             ax.annotate(
@@ -547,7 +547,7 @@ def legend_ridges(
     renamed = 0
     for device in (get_accelerator(d) for d in devices):
         for dtype in dtypes:
-            line = lines.get(f"{device.name} {_validate.name('dtypes', dtype)}")
+            line = lines.get(f"{device.name} {_args.name('dtypes', dtype)}")
             if line is None:
                 continue
             ridge = ridge_point(device, dtype=dtype)

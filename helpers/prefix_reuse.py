@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _validate
+from . import _args
 from ._moved import forwarder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,7 +98,7 @@ def prefix_of_cache(cache: KVCache, tokens: int) -> KVCache:
     """
     import torch
 
-    tokens = _validate.positive_int("tokens", tokens)
+    tokens = _args.positive_int("tokens", tokens)
     if not isinstance(cache, (list, tuple)) or not cache:
         raise ValueError("cache must be a non-empty list of (keys, values) pairs")
     if not all(

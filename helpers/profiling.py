@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _validate
+from . import _args
 
 MATRIX_PATTERNS = (
     "conv",
@@ -117,7 +117,7 @@ def kernel_kind(name: str) -> str:
     >>> kernel_kind("turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1")
     'matrix'
     """
-    key = _validate.name("name", name)
+    key = _args.name("name", name)
     if any(p in key for p in FIRST_ELEMENTWISE_PATTERNS):
         return "elementwise"
     if any(p in key for p in MATRIX_PATTERNS):
@@ -133,7 +133,7 @@ def op_kind(op: str) -> str | None:
     >>> op_kind("aten::cudnn_convolution"), op_kind("aten::cudnn_batch_norm"), op_kind("aten::empty")
     ('matrix', 'elementwise', None)
     """
-    key = _validate.name("op", op)
+    key = _args.name("op", op)
     for kind, pattern in _OP_KINDS:
         if pattern.match(key):
             return kind
@@ -230,7 +230,7 @@ def summarize(
         else:
             name, seconds = event
             kind = kernel_kind(name)
-        seconds = _validate.non_negative("seconds", seconds)
+        seconds = _args.non_negative("seconds", seconds)
         count, total = out.get(kind, (0, 0.0))
         out[kind] = (count + 1, total + seconds)
     return out

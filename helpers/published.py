@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from . import _validate
+from . import _args
 from .hardware import get_accelerator
 
 Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
@@ -148,7 +148,7 @@ class PublishedPoint:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        _validate.positive("value", self.value)
+        _args.positive("value", self.value)
         if not self.source.startswith("https://"):
             raise ValueError(f"source must be an https URL, got {self.source!r}")
         if not self.locator:

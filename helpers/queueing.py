@@ -18,7 +18,7 @@ inverts it for a target. Units: seconds; utilisations are fractions.
 
 from __future__ import annotations
 
-from . import _validate
+from . import _args
 
 
 def md1_mean_wait(service_s: float, utilisation: float) -> float:
@@ -48,8 +48,8 @@ def md1_mean_wait(service_s: float, utilisation: float) -> float:
     >>> md1_mean_wait(0.2, 0.5)
     0.1
     """
-    service_s = _validate.positive("service_s", service_s)
-    rho = _validate.fraction_below_one("utilisation", utilisation)
+    service_s = _args.positive("service_s", service_s)
+    rho = _args.fraction_below_one("utilisation", utilisation)
     return rho * service_s / (2 * (1 - rho))
 
 
@@ -74,8 +74,8 @@ def md1_max_utilisation(service_s: float, ttft_target_s: float) -> float:
     >>> round(md1_max_utilisation(0.2, 0.4), 4)
     0.6667
     """
-    service_s = _validate.positive("service_s", service_s)
-    ttft_target_s = _validate.positive("ttft_target_s", ttft_target_s)
+    service_s = _args.positive("service_s", service_s)
+    ttft_target_s = _args.positive("ttft_target_s", ttft_target_s)
     if ttft_target_s < service_s:
         raise ValueError(
             f"ttft_target_s must be at least service_s ({service_s} s): "

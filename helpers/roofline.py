@@ -31,7 +31,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from .hardware import Accelerator, get_accelerator
 
 Bound = Literal["compute", "memory", "overhead"]
@@ -120,7 +120,7 @@ def attainable_flops(
     Vectorised over ``intensity``; returns a float for a scalar input.
     """
     device = get_accelerator(acc)
-    values = _validate.positive_array("intensity", intensity)
+    values = _args.positive_array("intensity", intensity)
     result = np.minimum(device.flops(dtype), values * device.memory_bandwidth)
     return float(result) if np.ndim(intensity) == 0 else result
 
@@ -172,14 +172,14 @@ def breakdown(
     TimeBreakdown
     """
     device = get_accelerator(acc)
-    flops = _validate.non_negative("flops", flops)
-    bytes_ = _validate.non_negative("bytes", bytes)
+    flops = _args.non_negative("flops", flops)
+    bytes_ = _args.non_negative("bytes", bytes)
     if flops == 0 and bytes_ == 0:
         raise ValueError("flops and bytes must not both be 0")
-    overhead = _validate.non_negative("overhead", overhead)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    mfu = _validate.fraction("mfu", mfu)
-    overlap = _validate.non_negative("overlap", overlap)
+    overhead = _args.non_negative("overhead", overhead)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    mfu = _args.fraction("mfu", mfu)
+    overlap = _args.non_negative("overlap", overlap)
     if overlap > 1:
         raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
     peak = _peak(device, dtype, roof)
@@ -213,8 +213,8 @@ def achievable(
     (791.5, 3.015)
     """
     device = get_accelerator(acc)
-    c = _validate.fraction("compute_fraction", compute_fraction)
-    m = _validate.fraction("memory_fraction", memory_fraction)
+    c = _args.fraction("compute_fraction", compute_fraction)
+    m = _args.fraction("memory_fraction", memory_fraction)
     return dataclasses.replace(
         device,
         name=f"{device.name} at {c:.0%} of peak compute, {m:.0%} of peak bandwidth",
@@ -236,8 +236,8 @@ def overlap_bounds(compute_s: float, memory_s: float) -> tuple[float, float]:
     two terms are equal, at the knee (Austin et al., *How to Scale Your
     Model*, "All About Rooflines": ``T_lower = max``, ``T_upper = sum``).
     """
-    compute_s = _validate.non_negative("compute_s", compute_s)
-    memory_s = _validate.non_negative("memory_s", memory_s)
+    compute_s = _args.non_negative("compute_s", compute_s)
+    memory_s = _args.non_negative("memory_s", memory_s)
     return max(compute_s, memory_s), compute_s + memory_s
 
 
@@ -316,7 +316,7 @@ def crossing_batch(
     """
     if not callable(cost_of_batch):
         raise TypeError("cost_of_batch must be a function batch -> Cost")
-    mfu = _validate.fraction("mfu", mfu)
+    mfu = _args.fraction("mfu", mfu)
     ridge = mfu * ridge_point(acc, dtype=dtype)
     c1, c2, c4 = (cost_of_batch(b) for b in (1, 2, 4))
     f1, per_sample_bytes = c1.flops, c2.bytes - c1.bytes

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, llm, papers
+from . import _args, llm, papers
 from .cachesim import (
     StackDistances,
     _capacity_blocks,
@@ -151,9 +151,9 @@ def local_vs_global(
     LocalGlobal
     """
     trace = check_trace(trace)
-    n_nodes = _validate.positive_int("n_nodes", n_nodes)
-    rate = _validate.positive("prefill_tokens_per_s", prefill_tokens_per_s)
-    routing = _validate.name("routing", routing)
+    n_nodes = _args.positive_int("n_nodes", n_nodes)
+    rate = _args.positive("prefill_tokens_per_s", prefill_tokens_per_s)
+    routing = _args.name("routing", routing)
     if routing not in ("cache-aware", "round-robin"):
         raise ValueError(
             f"routing {routing!r} is not supported; choose 'cache-aware' or 'round-robin'"
@@ -404,11 +404,11 @@ def replicated_routing(
         raise TypeError(
             f"trace must be a Trace (from traces.load_trace), got {type(trace).__name__}"
         )
-    n_nodes = _validate.positive_int("n_nodes", n_nodes)
+    n_nodes = _args.positive_int("n_nodes", n_nodes)
     capacity = math.floor(
-        _validate.positive("capacity_tokens", capacity_tokens) / trace.block_tokens
+        _args.positive("capacity_tokens", capacity_tokens) / trace.block_tokens
     )
-    rate = _validate.positive("prefill_tokens_per_s", prefill_tokens_per_s)
+    rate = _args.positive("prefill_tokens_per_s", prefill_tokens_per_s)
     copy_rate = float(transfer_tokens_per_s)
     if not copy_rate >= 0:
         raise ValueError(

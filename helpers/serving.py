@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
+from . import _args
 from ._moved import forwarder
 from .hardware import Accelerator, Link
 from .inference import (
@@ -99,8 +99,8 @@ def colocated_step(
     dtype, n_gpus, mfu, link
         As in :func:`helpers.inference.decode_step`.
     """
-    chunk = _validate.non_negative_int("chunk", chunk)
-    prefix = _validate.non_negative_int("prefix", prefix)
+    chunk = _args.non_negative_int("chunk", chunk)
+    prefix = _args.non_negative_int("prefix", prefix)
     if prefix and not chunk:
         raise ValueError("prefix must be 0 when chunk is 0")
     dec = decode_cost(model, context, batch=batch, dtype=dtype)
@@ -193,10 +193,10 @@ def speculative_tokens_per_step(acceptance: float, drafted: int) -> float:
     >>> round(speculative_tokens_per_step(0.8, 4), 3)
     3.362
     """
-    a = _validate.non_negative("acceptance", acceptance)
+    a = _args.non_negative("acceptance", acceptance)
     if a > 1:
         raise ValueError(f"acceptance must be in [0, 1], got {a}")
-    k = _validate.non_negative_int("drafted", drafted)
+    k = _args.non_negative_int("drafted", drafted)
     if a == 1:
         return float(k + 1)
     return (1 - a ** (k + 1)) / (1 - a)
@@ -225,7 +225,7 @@ def speculative_step(
     ``drafted = 0`` is :func:`helpers.inference.decode_step`'s plain step.
     Divide by :func:`speculative_tokens_per_step` for the mean time between tokens.
     """
-    drafted = _validate.non_negative_int("drafted", drafted)
+    drafted = _args.non_negative_int("drafted", drafted)
     cost = decode_cost(
         model, context, batch=batch, dtype=dtype, query_tokens=drafted + 1
     )
@@ -280,15 +280,15 @@ def goodput(
     >>> round(g.attained, 3), g.per_s
     (0.333, 0.1)
     """
-    ttft = _validate.positive_array("ttft_s", ttft_s)
-    tbt = _validate.positive_array("tbt_s", tbt_s)
+    ttft = _args.positive_array("ttft_s", ttft_s)
+    tbt = _args.positive_array("tbt_s", tbt_s)
     if ttft.shape != tbt.shape:
         raise ValueError(
             f"ttft_s and tbt_s must have the same length, got {ttft.size} and {tbt.size}"
         )
-    duration_s = _validate.positive("duration_s", duration_s)
-    ok = (ttft <= _validate.positive("ttft_slo_s", ttft_slo_s)) & (
-        tbt <= _validate.positive("tbt_slo_s", tbt_slo_s)
+    duration_s = _args.positive("duration_s", duration_s)
+    ok = (ttft <= _args.positive("ttft_slo_s", ttft_slo_s)) & (
+        tbt <= _args.positive("tbt_slo_s", tbt_slo_s)
     )
     return Goodput(attained=float(ok.mean()), per_s=float(ok.sum()) / duration_s)
 
@@ -352,14 +352,14 @@ def pd_ratio(
     dtype, n_gpus, mfu
         As in :func:`helpers.inference.prefill_time`.
     """
-    input_tokens = _validate.positive_int("input_tokens", input_tokens)
-    output_tokens = _validate.positive_int("output_tokens", output_tokens)
-    hit_tokens = _validate.non_negative_int("hit_tokens", hit_tokens)
+    input_tokens = _args.positive_int("input_tokens", input_tokens)
+    output_tokens = _args.positive_int("output_tokens", output_tokens)
+    hit_tokens = _args.non_negative_int("hit_tokens", hit_tokens)
     if hit_tokens >= input_tokens:
         raise ValueError(
             f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
         )
-    batch = _validate.positive_int("batch", batch)
+    batch = _args.positive_int("batch", batch)
     opts: dict[str, Any] = {"dtype": dtype, "n_gpus": n_gpus, "mfu": mfu, "link": link}
     prefill_s = suffix_prefill_time(model, hit_tokens, input_tokens, acc, **opts)
     context = mean_decode_context(input_tokens, output_tokens)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, cachesim
+from . import _args, cachesim
 from ._moved import forwarder
 from .hardware import Accelerator, Link, get_accelerator, get_link
 from .inference import prefill_time, suffix_prefill_time
@@ -60,10 +60,10 @@ class Tier:
     source: str = ""
 
     def __post_init__(self) -> None:
-        _validate.name("name", self.name)
-        _validate.positive("capacity_bytes", self.capacity_bytes)
-        _validate.positive("bandwidth", self.bandwidth)
-        _validate.non_negative("latency", self.latency)
+        _args.name("name", self.name)
+        _args.positive("capacity_bytes", self.capacity_bytes)
+        _args.positive("bandwidth", self.bandwidth)
+        _args.non_negative("latency", self.latency)
 
     def capacity_tokens(self, model: str | ModelConfig, *, dtype: str = "bf16") -> int:
         """Tokens of ``model``'s KV cache the tier holds: ``capacity_bytes // kv_cache_bytes_per_token``."""
@@ -81,7 +81,7 @@ class Tier:
     ) -> Tier:
         """A tier reached through ``n_links`` catalog links (bandwidth adds up, latency is the link's)."""
         chosen = get_link(link)
-        n_links = _validate.positive_int("n_links", n_links)
+        n_links = _args.positive_int("n_links", n_links)
         return cls(
             name,
             capacity_bytes,
@@ -108,7 +108,7 @@ def nvme_tier(
     lanes: an upper bound for such a drive, about 7.9 GB/s); bandwidths add
     up over drives, the ``latency`` (an assumption) is paid once per fetch.
     """
-    n_drives = _validate.positive_int("n_drives", n_drives)
+    n_drives = _args.positive_int("n_drives", n_drives)
     x16 = get_link("pcie4")
     source = f"PCIe 4.0 x4 per drive, a quarter of {x16.name} ({x16.source}); latency: assumption"
     return Tier(name, capacity_bytes, n_drives * x16.bandwidth / 4, latency, source)
@@ -153,14 +153,14 @@ def example_hierarchy(
         ``dram_bandwidth`` is not positive.
     """
     device = get_accelerator(acc)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
     if dram_bandwidth is not None:
-        _validate.positive("dram_bandwidth", dram_bandwidth)
+        _args.positive("dram_bandwidth", dram_bandwidth)
     sizes = {
-        "hbm_bytes": _validate.positive("hbm_bytes", hbm_bytes),
-        "dram_bytes": _validate.non_negative("dram_bytes", dram_bytes),
-        "pool_bytes": _validate.non_negative("pool_bytes", pool_bytes),
-        "ssd_bytes": _validate.non_negative("ssd_bytes", ssd_bytes),
+        "hbm_bytes": _args.positive("hbm_bytes", hbm_bytes),
+        "dram_bytes": _args.non_negative("dram_bytes", dram_bytes),
+        "pool_bytes": _args.non_negative("pool_bytes", pool_bytes),
+        "ssd_bytes": _args.non_negative("ssd_bytes", ssd_bytes),
     }
     kept = [(name, size) for name, size in sizes.items() if size > 0]
     for (low, a), (high, b) in zip(kept, kept[1:]):
@@ -415,10 +415,10 @@ def tiered_prefill(
         The prefill hardware, as in :func:`helpers.inference.prefill_time`.
     """
     m = get_model(model)
-    input_tokens = _validate.positive_int("input_tokens", input_tokens)
+    input_tokens = _args.positive_int("input_tokens", input_tokens)
     tiers = tuple(tiers)
     counts = [
-        _validate.non_negative_int(f"cached_tokens[{i}]", c)
+        _args.non_negative_int(f"cached_tokens[{i}]", c)
         for i, c in enumerate(cached_tokens)
     ]
     if len(counts) != len(tiers):
@@ -453,10 +453,8 @@ def _cached_tokens_from_fractions(
     (e.g. from :func:`helpers.cachesim.tier_hit_fractions`); the rest,
     ``1 - sum(fractions)``, is the miss fraction. Counts are rounded down.
     """
-    input_tokens = _validate.positive_int("input_tokens", input_tokens)
-    values = [
-        _validate.non_negative(f"fractions[{i}]", f) for i, f in enumerate(fractions)
-    ]
+    input_tokens = _args.positive_int("input_tokens", input_tokens)
+    values = [_args.non_negative(f"fractions[{i}]", f) for i, f in enumerate(fractions)]
     if sum(values) > 1 + 1e-9:
         raise ValueError(f"fractions add up to {sum(values):.6g} > 1")
     return [int(math.floor(f * input_tokens + 1e-9)) for f in values]
@@ -509,7 +507,7 @@ def tier_verdicts(
     One :class:`Chunk` per tier, each ``[0, prefix_tokens)``: the verdict of
     :func:`helpers.kvcache.breakeven` with the tier as the link.
     """
-    prefix_tokens = _validate.positive_int("prefix_tokens", prefix_tokens)
+    prefix_tokens = _args.positive_int("prefix_tokens", prefix_tokens)
     recompute = prefill_time(
         model, prefix_tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
     )
@@ -679,8 +677,8 @@ def replay_prefill(
     ReplayedPrefill
     """
     m = get_model(model)
-    n_gpus = _validate.positive_int("n_gpus", n_gpus)
-    mfu = _validate.fraction("mfu", mfu)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    mfu = _args.fraction("mfu", mfu)
     levels = tuple(tiers)
     if not levels:
         raise ValueError("tiers must hold at least one Tier")

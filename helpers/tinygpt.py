@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from . import _validate
+from . import _args
 from .bench import torch_dtype
 from .llm import ModelConfig, get_model
 
@@ -71,7 +71,7 @@ def prefill_attention_pairs(tokens: int) -> tuple[int, float]:
     TinyGPT computes the full masked ``tokens**2`` score matrix;
     :func:`helpers.llm.prefill_cost` counts the causal ``tokens (tokens + 1) / 2``.
     """
-    tokens = _validate.positive_int("tokens", tokens)
+    tokens = _args.positive_int("tokens", tokens)
     return tokens * tokens, tokens * (tokens + 1) / 2
 
 
@@ -211,7 +211,7 @@ class DecodeInputs:
 
         Lets one cache built for the largest batch serve every smaller batch of a sweep.
         """
-        batch = _validate.positive_int("batch", batch)
+        batch = _args.positive_int("batch", batch)
         have = self.queries[0].shape[0]
         if batch > have:
             raise ValueError(
@@ -255,7 +255,7 @@ class TinyGPT(nn.Module):
         super().__init__()
         self.config = get_model(config)
         self.dtype_name = dtype
-        seed = _validate.non_negative_int("seed", seed)
+        seed = _args.non_negative_int("seed", seed)
         m = self.config
         target = torch.device("cpu") if device is None else torch.device(device)
         with target:  # build and fill the weights where they will live (a large model on a GPU in seconds)
@@ -349,11 +349,11 @@ class TinyGPT(nn.Module):
 
         For timing decode at long contexts without running the prefill first.
         """
-        batch = _validate.positive_int("batch", batch)
-        context = _validate.positive_int("context", context)
+        batch = _args.positive_int("batch", batch)
+        context = _args.positive_int("context", context)
         m = self.config
         generator = torch.Generator(device=self.device).manual_seed(
-            _validate.non_negative_int("seed", seed)
+            _args.non_negative_int("seed", seed)
         )
         shape = (batch, m.n_kv_heads, context, m.head_dim)
         dtype = torch_dtype(self.dtype_name)
@@ -370,9 +370,9 @@ class TinyGPT(nn.Module):
     ) -> DecodeInputs:
         """Random queries (one per sequence and layer) ready for :meth:`decode_attention` over ``kv_cache``."""
         self._check_cache(kv_cache)
-        batch = _validate.positive_int("batch", batch)
+        batch = _args.positive_int("batch", batch)
         generator = torch.Generator(device=self.device).manual_seed(
-            _validate.non_negative_int("seed", seed)
+            _args.non_negative_int("seed", seed)
         )
         m = self.config
         shape = (batch, m.n_heads, 1, m.head_dim)
@@ -405,7 +405,7 @@ class TinyGPT(nn.Module):
         if isinstance(batch, torch.Tensor):
             x = batch
         else:
-            batch = _validate.positive_int("batch", batch)
+            batch = _args.positive_int("batch", batch)
             x = torch.randn(batch, 1, self.config.d_model).to(
                 device=self.device, dtype=self.lm_head.weight.dtype
             )

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate, llm
+from . import _args, llm
 
 TRACE_BLOCK_TOKENS = 512
 """Tokens per block of the Mooncake traces' ``hash_ids``."""
@@ -91,7 +91,7 @@ class Trace:
     block_tokens: int = TRACE_BLOCK_TOKENS
 
     def __post_init__(self) -> None:
-        _validate.positive_int("block_tokens", self.block_tokens)
+        _args.positive_int("block_tokens", self.block_tokens)
         n = len(self.input_lengths)
         if (
             len(self.arrival_s) != n
@@ -336,7 +336,7 @@ def trace_path(name: str, *, download: bool = True) -> Path:
     ValueError
         A file was found but its sha256 is wrong.
     """
-    key = _validate.name("name", name)
+    key = _args.name("name", name)
     if key not in TRACE_SHA256:
         raise KeyError(
             f"name {name!r} is not an open trace; choose one of {list(TRACE_SHA256)}"
@@ -429,8 +429,7 @@ def load_traces(
     runs, on a toy trace whose numbers the reader is told not to trust.
     """
     names = [
-        _validate.name("names", n)
-        for n in ([names] if isinstance(names, str) else names)
+        _args.name("names", n) for n in ([names] if isinstance(names, str) else names)
     ]
     if not names:
         raise ValueError("names must name at least one trace")

@@ -22,7 +22,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .. import (
-    _validate,
+    _args,
     achievable,
     dispatch,
     hardware,
@@ -72,7 +72,7 @@ def matmul_terms_s(n: int, acc: str | hardware.Accelerator, dtype: str) -> list[
     >>> [round(t * 1e6, 2) for t in matmul_terms_s(1024, "H100", "fp16")]
     [2.17, 2.79, 4.63, 11.49]
     """
-    n = _validate.positive_int("n", n)
+    n = _args.positive_int("n", n)
     device = hardware.get_accelerator(acc)
     if dtype not in device.peak_flops:
         raise KeyError(f"dtype: {device.name} has no {dtype!r} peak")

@@ -1,4 +1,4 @@
-"""Tests of :mod:`helpers._validate`, the argument checks every public helper uses.
+"""Tests of :mod:`helpers._args`, the argument checks every public helper uses.
 
 Intent: every bad value raises ValueError (right type, wrong value) or
 TypeError (wrong type) with the parameter's name in the message, so a
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import _validate as v
+from helpers import _args as v
 
 
 def test_positive_accepts_numbers():
