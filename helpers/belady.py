@@ -37,11 +37,11 @@ computer", IBM Systems Journal 5(2). Mattson, Gecsei, Slutz, Traiger (1970),
 from __future__ import annotations
 
 import heapq
-import math
 
 import numpy as np
 
 from . import _args
+from ._prefix_cache import capacity_blocks
 from .cachesim import CacheStats
 from .traces import Trace
 
@@ -123,17 +123,7 @@ def simulate(
     if block_tokens is None:
         block_tokens = trace.block_tokens if isinstance(trace, Trace) else 0
     trace = _check(trace, block_tokens)
-    if isinstance(capacity_tokens, bool) or not isinstance(
-        capacity_tokens, (int, float, np.number)
-    ):
-        raise TypeError(f"capacity_tokens must be a number, got {capacity_tokens!r}")
-    if math.isnan(float(capacity_tokens)) or float(capacity_tokens) <= 0:
-        raise ValueError(f"capacity_tokens must be > 0, got {capacity_tokens!r}")
-    capacity = (
-        math.inf
-        if math.isinf(float(capacity_tokens))
-        else math.floor(float(capacity_tokens) / trace.block_tokens)
-    )
+    capacity = capacity_blocks("capacity_tokens", capacity_tokens, trace.block_tokens)
     ids = trace.block_ids.tolist()
     off = trace.offsets.tolist()
     nxt = next_use(trace).tolist()

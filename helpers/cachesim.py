@@ -25,13 +25,12 @@ records stack distances gives the hit rate at every capacity
 (:func:`stack_distances`, :func:`hit_rate_curve`, :func:`tier_hit_fractions`);
 :func:`simulate_prefix_cache` is the direct, one-capacity simulation that
 the tests check the curve against; it and :func:`helpers.routing.local_vs_global`
-share one cache, ``_PrefixLRU``.
+share one cache, :class:`helpers._prefix_cache.PrefixLRU`.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +38,13 @@ import numpy as np
 
 from . import _args, llm
 from ._moved import forwarder
+from ._prefix_cache import (
+    PrefixLRU,
+    block_weights,
+    capacities_blocks,
+    capacity_blocks,
+    group_blocks,
+)
 from .traces import TRACE_BLOCK_TOKENS, Trace
 from .traces import check_trace as _check_trace
 from .traces import trace_prefill_flops as _trace_prefill_flops
@@ -46,97 +52,6 @@ from .traces import trace_prefill_flops as _trace_prefill_flops
 # ---------------------------------------------------------------------------
 # Blocks at a chosen granularity
 # ---------------------------------------------------------------------------
-
-
-def _group(trace: Trace, block_tokens: object) -> tuple[int, np.ndarray, np.ndarray]:
-    """Dense block ids and offsets at ``block_tokens`` per block (a multiple of the trace's)."""
-    block_tokens = _args.positive_int("block_tokens", block_tokens)
-    if block_tokens % trace.block_tokens:
-        raise ValueError(
-            f"block_tokens must be a multiple of the trace's {trace.block_tokens}-token blocks, got {block_tokens}"
-        )
-    k = block_tokens // trace.block_tokens
-    if k == 1:
-        _, dense = np.unique(trace.block_ids, return_inverse=True)
-        return block_tokens, dense.astype(np.int64).ravel(), np.asarray(trace.offsets)
-    # A coarse block is k consecutive trace blocks; it is the same block only if all k ids match.
-    index: dict[tuple[int, ...], int] = {}
-    ids: list[int] = []
-    counts = np.empty(trace.n_requests, dtype=np.int64)
-    raw = trace.block_ids.tolist()
-    off = trace.offsets.tolist()
-    for r in range(trace.n_requests):
-        start, stop = off[r], off[r + 1]
-        for s in range(start, stop, k):
-            ids.append(index.setdefault(tuple(raw[s : min(s + k, stop)]), len(index)))
-        counts[r] = -(-(stop - start) // k)
-    offsets = np.zeros(trace.n_requests + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return block_tokens, np.asarray(ids, dtype=np.int64), offsets
-
-
-def _block_weights(
-    trace: Trace, offsets: np.ndarray, block_tokens: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Request index and prompt tokens of every block (the last block of a prompt may be partial)."""
-    counts = np.diff(offsets)
-    request = np.repeat(np.arange(trace.n_requests), counts)
-    position = np.arange(len(request)) - offsets[request]
-    length = trace.input_lengths[request]
-    weights = np.minimum((position + 1) * block_tokens, length) - np.minimum(
-        position * block_tokens, length
-    )
-    return request, weights.astype(np.int64)
-
-
-def _capacity_blocks(name: str, capacity_tokens: object, block_tokens: int) -> float:
-    """``floor(capacity / block_tokens)`` blocks; ``math.inf`` means unlimited."""
-    if isinstance(capacity_tokens, (int, float, np.number)) and not isinstance(
-        capacity_tokens, bool
-    ):
-        if math.isinf(float(capacity_tokens)) and float(capacity_tokens) > 0:
-            return math.inf
-    return float(math.floor(_args.positive(name, capacity_tokens) / block_tokens))
-
-
-class _PrefixLRU:
-    """One LRU prefix cache of whole blocks: the rule of the module docstring, in one place.
-
-    :meth:`hit` counts the leading blocks of a request present now (the
-    first missing block ends the hit); :meth:`touch` then inserts or
-    refreshes all of them, last block first, and evicts least-recently-used
-    blocks down to ``capacity_blocks`` (``math.inf``: never).
-    """
-
-    def __init__(self, capacity_blocks: float) -> None:
-        self.capacity_blocks = capacity_blocks
-        self._blocks: OrderedDict[int, None] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._blocks)
-
-    def __contains__(self, block: object) -> bool:
-        return block in self._blocks
-
-    def hit(self, blocks: Sequence[int]) -> int:
-        """How many leading ``blocks`` are cached."""
-        k = 0
-        for b in blocks:
-            if b not in self._blocks:
-                break
-            k += 1
-        return k
-
-    def touch(self, blocks: Sequence[int]) -> None:
-        """Make every one of ``blocks`` most recently used, the first block last; then evict."""
-        cache = self._blocks
-        for b in reversed(blocks):
-            if b in cache:
-                cache.move_to_end(b)
-            else:
-                cache[b] = None
-        while len(cache) > self.capacity_blocks:
-            cache.popitem(last=False)
 
 
 # ---------------------------------------------------------------------------
@@ -208,12 +123,12 @@ def simulate_prefix_cache(
     CacheStats
     """
     trace = _check_trace(trace)
-    block_tokens, ids, offsets = _group(trace, block_tokens)
-    capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
+    block_tokens, ids, offsets = group_blocks(trace, block_tokens)
+    capacity = capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
     lengths = trace.input_lengths.tolist()
     ids_list = ids.tolist()
     off = offsets.tolist()
-    cache = _PrefixLRU(capacity)
+    cache = PrefixLRU(capacity)
     hit_tokens = np.empty(trace.n_requests, dtype=np.int64)
     hit_blocks = 0
     for r in range(trace.n_requests):
@@ -282,36 +197,20 @@ class StackDistances:
 
     def hit_tokens(self, capacities_tokens: object) -> np.ndarray:
         """Prompt tokens served from a cache of each capacity (tokens; ``inf`` allowed)."""
-        blocks = _capacities_blocks(capacities_tokens, self.block_tokens)
+        blocks = capacities_blocks(capacities_tokens, self.block_tokens)
         return self._cum_tokens[
             np.searchsorted(self._sorted, blocks, side="left")
         ].astype(np.int64)
 
     def request_hit_tokens(self, capacity_tokens: float) -> np.ndarray:
         """Prompt tokens of each request served from a cache of ``capacity_tokens``."""
-        capacity = _capacity_blocks(
+        capacity = capacity_blocks(
             "capacity_tokens", capacity_tokens, self.block_tokens
         )
         hit = self.distances < capacity
         return np.bincount(
             self.request, weights=self.weights * hit, minlength=self.n_requests
         ).astype(np.int64)
-
-
-def _capacities_blocks(capacities_tokens: object, block_tokens: int) -> np.ndarray:
-    try:
-        caps = np.asarray(capacities_tokens, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"capacities_tokens must be numbers, got {capacities_tokens!r}"
-        ) from exc
-    if caps.size == 0:
-        raise ValueError("capacities_tokens must not be empty")
-    if np.any(np.isnan(caps)) or np.any(caps <= 0):
-        raise ValueError(
-            f"capacities_tokens must be > 0 everywhere (inf allowed), got min {np.nanmin(caps) if caps.size else caps}"
-        )
-    return np.floor(caps / block_tokens)
 
 
 def stack_distances(
@@ -353,10 +252,10 @@ def stack_distances(
     StackDistances
     """
     trace = _check_trace(trace)
-    block_tokens, ids, offsets = _group(trace, block_tokens)
+    block_tokens, ids, offsets = group_blocks(trace, block_tokens)
     n_req = trace.n_requests
     counts = np.diff(offsets)
-    request, weights = _block_weights(trace, offsets, block_tokens)
+    request, weights = block_weights(trace, offsets, block_tokens)
     n = len(ids)
     # Touch order: each request's blocks reversed (last block first).
     position_in_request = np.arange(n) - offsets[request]
@@ -702,34 +601,7 @@ def prefill_saving(
     )
 
 
-_MOVED = {
-    **{
-        name: f"helpers.traces.{name}"
-        for name in (
-            "CACHE_DIR",
-            "ENV_VAR",
-            "TRACE_SHA256",
-            "TRACE_URL",
-            "load_trace",
-            "load_traces",
-            "trace_path",
-            "trace_prefill_flops",
-        )
-    },
-    "LocalGlobal": "helpers.routing.LocalGlobal",
-    "local_vs_global": "helpers.routing.local_vs_global",
-    "prefill_flops_saved": "helpers.llm.prefill_flops_saved",
-    "PAPER_TABLE2": "helpers.papers.MOONCAKE_TABLE2",
-    "PAPER_FIG9_SHARE_AT_3M": "helpers.papers.MOONCAKE_FIG9_SHARE_AT_3M",
-    "PAPER_FIG9_LOCAL_TOKENS": "helpers.papers.MOONCAKE_FIG9_LOCAL_TOKENS",
-    "PAPER_FIG9_NEAR_MAX_TOKENS": "helpers.papers.MOONCAKE_FIG9_NEAR_MAX_TOKENS",
-    "PAPER_FIG10_GLOBAL_OVER_LOCAL": "helpers.papers.MOONCAKE_FIG10_GLOBAL_OVER_LOCAL",
-    "PAPER_FIG10_PREFILL_TIME_RATIO": "helpers.papers.MOONCAKE_FIG10_PREFILL_TIME_RATIO",
-    "PAPER_FIG10_NODES": "helpers.papers.MOONCAKE_FIG10_NODES",
-}
-"""Names that moved out of this module when it was split (old name -> new home); reading one warns."""
-
-__getattr__ = forwarder(__name__, _MOVED)
+__getattr__ = forwarder(__name__)
 
 __all__ = [
     "CacheStats",

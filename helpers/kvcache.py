@@ -665,7 +665,4 @@ def best_split(
     return Split(best, n - best, max(r_s, f_s), r_s, f_s)
 
 
-__getattr__ = forwarder(
-    __name__,
-    {"MOONCAKE_TRANSFER_ENGINE": "helpers.papers.MOONCAKE_FIG12_TRANSFER_ENGINE"},
-)
+__getattr__ = forwarder(__name__)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from . import _moved
 from .kvcache import MeasuredTransfer
 
 MOONCAKE_TABLE2: Mapping[str, Mapping[str, float]] = MappingProxyType(
@@ -114,24 +115,13 @@ on their testbed, not in this book."""
 
 MOVED = MappingProxyType(
     {
-        **{
-            f"cachesim.{old}": new
-            for old, new in {
-                "PAPER_TABLE2": "MOONCAKE_TABLE2",
-                "PAPER_FIG9_SHARE_AT_3M": "MOONCAKE_FIG9_SHARE_AT_3M",
-                "PAPER_FIG9_LOCAL_TOKENS": "MOONCAKE_FIG9_LOCAL_TOKENS",
-                "PAPER_FIG9_NEAR_MAX_TOKENS": "MOONCAKE_FIG9_NEAR_MAX_TOKENS",
-                "PAPER_FIG10_GLOBAL_OVER_LOCAL": "MOONCAKE_FIG10_GLOBAL_OVER_LOCAL",
-                "PAPER_FIG10_PREFILL_TIME_RATIO": "MOONCAKE_FIG10_PREFILL_TIME_RATIO",
-                "PAPER_FIG10_NODES": "MOONCAKE_FIG10_NODES",
-            }.items()
-        },
-        "serving.MOONCAKE_TBT_SLOS_S": "MOONCAKE_TBT_SLOS_S",
-        "serving.MOONCAKE_FIG15_BEST_PD_RATIO": "MOONCAKE_FIG15_BEST_PD_RATIO",
-        "kvcache.MOONCAKE_TRANSFER_ENGINE": "MOONCAKE_FIG12_TRANSFER_ENGINE",
+        old: new.removeprefix("papers.")
+        for old, new in _moved.MOVED.items()
+        if new.startswith("papers.")
     }
 )
-"""Where each figure lived before it moved here (``module.OLD`` -> name here); the old names warn."""
+"""Where each figure lived before it moved here (``module.OLD`` -> name here), read from the
+package's one table of moved names, :data:`helpers._moved.MOVED`; the old names warn."""
 
 
 __all__ = [

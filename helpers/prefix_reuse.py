@@ -180,10 +180,4 @@ __all__ = [
     "prefix_of_cache",
 ]
 
-__getattr__ = forwarder(
-    __name__,
-    {
-        "ReplayedPrefill": "helpers.tiers.ReplayedPrefill",
-        "replay_prefill": "helpers.tiers.replay_prefill",
-    },
-)
+__getattr__ = forwarder(__name__)

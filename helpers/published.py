@@ -24,7 +24,6 @@ True
 from __future__ import annotations
 
 import csv
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from . import _args
+from ._moved import forwarder
 from .hardware import get_accelerator
 
 Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
@@ -239,22 +239,4 @@ def load(
     return tuple(out)
 
 
-def __getattr__(name: str) -> object:
-    """Deprecation shim: ``Measurement`` is now :class:`PublishedPoint` (``bench.Measurement`` keeps the name)."""
-    if name == "Measurement":
-        warnings.warn(
-            "helpers.published.Measurement is now helpers.published.PublishedPoint",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return PublishedPoint
-    if name in ("counts_markdown", "sources_markdown"):
-        warnings.warn(
-            f"helpers.published.{name} is now helpers.reports.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from . import reports
-
-        return getattr(reports, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = forwarder(__name__)

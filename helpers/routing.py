@@ -36,11 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _args, llm, papers
+from ._prefix_cache import PrefixLRU, capacity_blocks, group_blocks
 from .cachesim import (
     StackDistances,
-    _capacity_blocks,
-    _group,
-    _PrefixLRU,
     hit_rate_curve,
     hit_rate_definitions,
     stack_distances,
@@ -158,13 +156,13 @@ def local_vs_global(
         raise ValueError(
             f"routing {routing!r} is not supported; choose 'cache-aware' or 'round-robin'"
         )
-    block_tokens, ids, offsets = _group(trace, block_tokens)
-    capacity = _capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
+    block_tokens, ids, offsets = group_blocks(trace, block_tokens)
+    capacity = capacity_blocks("capacity_tokens", capacity_tokens, block_tokens)
     lengths = trace.input_lengths.tolist()
     arrivals = trace.arrival_s.tolist()
     ids_list = ids.tolist()
     off = offsets.tolist()
-    caches = [_PrefixLRU(capacity) for _ in range(n_nodes)]
+    caches = [PrefixLRU(capacity) for _ in range(n_nodes)]
     free_at = [0.0] * n_nodes  # s, when each node finishes its queue
     load = [0] * n_nodes
     hits = np.zeros(trace.n_requests, dtype=np.int64)
@@ -419,7 +417,7 @@ def replicated_routing(
     off = trace.offsets.tolist()
     lengths = trace.input_lengths.tolist()
     arrivals = trace.arrival_s.tolist()
-    caches = [_PrefixLRU(capacity) for _ in range(n_nodes)]
+    caches = [PrefixLRU(capacity) for _ in range(n_nodes)]
     free_at = [0.0] * n_nodes
     load = [0] * n_nodes
     local = np.zeros(trace.n_requests, dtype=np.int64)

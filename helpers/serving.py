@@ -379,10 +379,4 @@ __all__ = [
     "speculative_tokens_per_step",
 ]
 
-__getattr__ = forwarder(
-    __name__,
-    {
-        "MOONCAKE_TBT_SLOS_S": "helpers.papers.MOONCAKE_TBT_SLOS_S",
-        "MOONCAKE_FIG15_BEST_PD_RATIO": "helpers.papers.MOONCAKE_FIG15_BEST_PD_RATIO",
-    },
-)
+__getattr__ = forwarder(__name__)

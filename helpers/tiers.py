@@ -739,7 +739,4 @@ def replay_prefill(
     )
 
 
-__getattr__ = forwarder(
-    __name__,
-    {"cached_tokens_from_fractions": "helpers.tiers._cached_tokens_from_fractions"},
-)
+__getattr__ = forwarder(__name__)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import helpers
+from helpers._moved import MOVED as _MOVED_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = [
@@ -109,3 +110,152 @@ def test_exemptions_name_real_positional_defaults():
             getattr(importlib.import_module(f"helpers.{module}"), function)
         ).parameters[param]
         assert p.default is not p.empty and p.kind is p.POSITIONAL_OR_KEYWORD, key
+
+
+# ---------------------------------------------------------------------------
+# No module takes another module's private name
+# ---------------------------------------------------------------------------
+
+PRIVATE_IMPORTS_PENDING: dict[str, str] = {
+    "reports <- achievable._fraction_table": "evidence engineer: make achievable.fraction_table public (C4-3)",
+    "validation._kinds <- achievable._gpu": "evidence engineer: a public achievable helper (C4-3)",
+    "validation._kinds <- achievable._peak_fraction": "evidence engineer: achievable.peak_fraction (C4-3)",
+    "validation._kinds <- achievable._prec": "evidence engineer: a public achievable helper (C4-3)",
+    "serving <- inference._with_comm": "planner: colocated_step calls inference.decode_step for chunk == 0 (C4-9)",
+}
+"""Crossings of the rule below that other branches remove this round, each with its owner.
+The list may only shrink: a test fails on an entry that no longer crosses."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT / "helpers").with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _private_crossings() -> list[str]:
+    """``importer <- module._name`` for every private name a module takes from a public module
+    other than itself or its own package (``from .x import _name``, or ``x._name`` after
+    ``from . import x``). A private module (``_args``, ``_prefix_cache``) may share anything."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        me = _module_name(path)
+        package = me.split(".")[:-1] if path.name != "__init__.py" else me.split(".")
+        bound: dict[str, str] = {}
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = (
+                package[: len(package) - (node.level - 1)]
+                if node.level > 1
+                else package
+            )
+            source = ".".join([*base, *([node.module] if node.module else [])]).strip(
+                "."
+            )
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and source and not source.split(".")[-1].startswith("_"):
+                    if source != me and not me.startswith(f"{source}."):
+                        found.append(f"{me} <- {source}.{alias.name}")
+                elif not private:
+                    bound[alias.asname or alias.name] = f"{source}.{alias.name}".strip(
+                        "."
+                    )
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                module = bound[node.value.id]
+                if not module.split(".")[-1].startswith("_") and module != me:
+                    found.append(f"{me} <- {module}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A private name is its module's business: a name two modules share is public, or lives in
+    a private module (``helpers._prefix_cache`` holds the LRU that cachesim and routing share)."""
+    crossings = _private_crossings()
+    new = [c for c in crossings if c not in PRIVATE_IMPORTS_PENDING]
+    assert new == [], f"modules take private names of others: {new}"
+    fixed = sorted(set(PRIVATE_IMPORTS_PENDING) - set(crossings))
+    assert fixed == [], (
+        f"no longer crossing, delete from PRIVATE_IMPORTS_PENDING: {fixed}"
+    )
+
+
+def test_the_private_import_rule_sees_both_spellings(tmp_path, monkeypatch):
+    """The scan is not vacuous: ``from .cachesim import _x`` and ``cachesim._x`` are both found,
+    and a private module's names and a module's own are not."""
+    pkg = tmp_path / "helpers"
+    pkg.mkdir()
+    (pkg / "a.py").write_text(
+        "from .cachesim import _lru\nfrom . import traces\nfrom ._args import _is_number\n"
+        "x = traces._check\ny = _lru\n"
+    )
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert _private_crossings() == ["a <- cachesim._lru", "a <- traces._check"]
+
+
+# ---------------------------------------------------------------------------
+# One table of moved names, with an end
+# ---------------------------------------------------------------------------
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def test_moved_names_are_removed_on_time():
+    """Every moved name goes in ``_moved.REMOVE_IN``: from that version on, the table must be
+    empty (delete the shims, their tests, and the ``__getattr__`` lines)."""
+    from helpers import _moved
+
+    assert _version(_moved.REMOVE_IN) > (0, 2, 0), "REMOVE_IN is a future release"
+    if _version(helpers.__version__) >= _version(_moved.REMOVE_IN):
+        assert dict(_moved.MOVED) == {}, (
+            f"version {helpers.__version__} removes the moved names: {sorted(_moved.MOVED)}"
+        )
+
+
+@pytest.mark.parametrize("old", sorted(_MOVED_NAMES))
+def test_each_moved_name_warns_and_reaches_its_new_home(old):
+    """Each old name still resolves, to the very object of its new home, with a warning that
+    names the new home and the removal version."""
+    import warnings
+
+    from helpers import _moved
+
+    module, _, name = old.rpartition(".")
+    home, _, new = _moved.MOVED[old].rpartition(".")
+    target = getattr(importlib.import_module(f"helpers.{home}"), new)
+    with pytest.warns(
+        DeprecationWarning, match=rf"is now helpers\.{home}\.{new} .*{_moved.REMOVE_IN}"
+    ):
+        value = getattr(importlib.import_module(f"helpers.{module}"), name)
+    assert value is target
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match="no_such_name"):
+            _ = importlib.import_module(f"helpers.{module}").no_such_name
+
+
+def test_shims_are_the_one_forwarder():
+    """No module hand-writes a ``__getattr__``: a module with moved names ends with
+    ``__getattr__ = forwarder(__name__)``, and only such a module has one."""
+    from helpers import _moved
+
+    olds = {old.rpartition(".")[0] for old in _moved.MOVED}
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        if path.name == "_moved.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        me = _module_name(path)
+        assert "def __getattr__" not in text, path
+        assert ("__getattr__ = forwarder(__name__)" in text) == (me in olds), me

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from helpers import belady
+from helpers import belady, traces
 from helpers import cachesim as cs
 
 B = cs.TRACE_BLOCK_TOKENS
@@ -31,7 +31,7 @@ def make_trace(requests: list[list[int]], lengths: list[int] | None = None) -> c
     offsets = np.concatenate([[0], np.cumsum([len(ids) for ids in requests])])
     return cs.Trace(
         name="hand",
-        timestamps=np.arange(n) * 10,
+        arrival_s=np.arange(n) * 0.01,
         input_lengths=np.asarray(lengths),
         output_lengths=np.ones(n, dtype=np.int64),
         block_ids=np.asarray([b for ids in requests for b in ids], dtype=np.int64),
@@ -112,7 +112,7 @@ def test_next_use_by_hand():
 @pytest.mark.parametrize("capacity_blocks", [1, 2, 3, 4])
 def test_matches_brute_force_on_tiny_trace(capacity_blocks):
     """On the first 10 requests of the bundled tiny trace (prefix-hash ids), Bélády equals the exhaustive optimum."""
-    tiny = cs.load_trace("tiny")
+    tiny = traces.load_trace("tiny")
     requests = [tiny.blocks(i).tolist() for i in range(10)]
     trace = make_trace(requests)
     opt = belady.simulate(trace, capacity_blocks * B)
@@ -137,7 +137,7 @@ def test_matches_brute_force_on_random_prefix_trees():
 
 def test_never_below_lru_and_equal_when_unlimited():
     """On the tiny trace the optimum is >= LRU at every capacity, and equal to it with room for every block."""
-    tiny = cs.load_trace("tiny")
+    tiny = traces.load_trace("tiny")
     distances = cs.stack_distances(tiny)
     caps = [B, 2 * B, 4 * B, 8 * B, math.inf]
     lru = cs.hit_rate_curve(distances, caps)
@@ -151,7 +151,7 @@ def test_never_below_lru_and_equal_when_unlimited():
 )
 def test_full_conversation_trace_bounds_lru():
     """At Fig. 9's 3 M tokens the optimum lies between LRU and the infinite cache's H (37.4 %, ch. 9)."""
-    trace = cs.load_trace("conversation")
+    trace = traces.load_trace("conversation")
     distances = cs.stack_distances(trace)
     lru, top = cs.hit_rate_curve(distances, [3e6, math.inf])
     opt = belady.simulate(trace, 3e6).hit_rate

@@ -297,22 +297,6 @@ def test_real_traces_against_the_paper():
         assert at50 / top > 0.99
 
 
-def test_prefix_lru_hits_a_prefix_and_evicts_the_tail_first():
-    """The one cache both replays use, two blocks big: touch [a, b, c] leaves a most recent,
-    then b; c (the tail) is evicted first. A hit stops at the first missing block: [a, c, b] hits 1."""
-    cache = cs._PrefixLRU(2)
-    cache.touch([0, 1, 2])
-    assert len(cache) == 2 and 2 not in cache and 0 in cache
-    assert (
-        cache.hit([0, 1, 2]) == 2 and cache.hit([0, 2, 1]) == 1 and cache.hit([2]) == 0
-    )
-
-
-# ---------------------------------------------------------------------------
-# Prefill compute a prefix hit saves (review H3)
-# ---------------------------------------------------------------------------
-
-
 def _prefill_by_hand(model, tokens):
     """Prefill FLOP by hand: weight matmuls, causal pairs, the last token's lm_head."""
     from helpers import llm

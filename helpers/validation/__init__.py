@@ -44,8 +44,7 @@ and ``_workloads`` (:func:`predict_workload`); every name is used from here,
 
 from __future__ import annotations
 
-import warnings
-
+from .._moved import forwarder
 from ..achievable import achievable_device, fractions  # noqa: F401 (the tests')
 from ..hardware import get_link
 
@@ -99,40 +98,4 @@ __all__ = [
     "predict_workload",
 ]
 
-_REPORTS = (
-    "summary_markdown",
-    "worst_markdown",
-    "calibration_markdown",
-    "fractions_markdown",
-    "targets_markdown",
-)
-
-
-def __getattr__(name: str) -> object:
-    """Deprecation shims: ``Comparison`` is :class:`Prediction`; the renderers are in :mod:`helpers.reports`."""
-    if name == "Comparison":
-        warnings.warn(
-            "helpers.validation.Comparison is now helpers.validation.Prediction",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return Prediction
-    if name == "PRECISION_CLASS":
-        warnings.warn(
-            "helpers.validation.PRECISION_CLASS is now helpers.achievable.PRECISION_CLASS",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from ..achievable import PRECISION_CLASS
-
-        return PRECISION_CLASS
-    if name in _REPORTS:
-        warnings.warn(
-            f"helpers.validation.{name} is now helpers.reports.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from .. import reports
-
-        return getattr(reports, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = forwarder(__name__)
