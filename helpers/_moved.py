@@ -55,6 +55,69 @@ _VALIDATION_REPORTS = (
     "targets_markdown",
 )
 
+_CALCULATORS: dict[str, dict[str, tuple[str, ...]]] = {
+    # old module -> {new module (named for its builder): names that moved there}
+    "part1": {
+        "two_ceilings": (
+            "OP_SIZE_LIMITS",
+            "render_two_ceilings",
+            "two_ceilings_controls",
+            "two_ceilings",
+        ),
+        "rooflines": (
+            "ROOFLINE_OPERATIONS",
+            "render_rooflines",
+            "rooflines_controls",
+            "rooflines",
+        ),
+        "batched_layer": (
+            "LAYER_SHAPES",
+            "WEIGHT_FORMATS",
+            "render_batched_layer",
+            "batched_layer_controls",
+            "batched_layer",
+        ),
+        "resnet50": ("render_resnet50", "resnet50_controls", "resnet50"),
+    },
+    "part2": {
+        "transformer_inference": (
+            "render_transformer_inference",
+            "transformer_inference",
+        ),
+        "transfer_or_recompute": (
+            "TRANSFER_MAX_TOKENS",
+            "render_transfer_or_recompute",
+            "transfer_or_recompute",
+        ),
+        "kv_pool": ("render_kv_pool", "kv_pool"),
+        "attention_offload": (
+            "ILLUSTRATIVE_PRICE",
+            "render_attention_offload",
+            "attention_offload",
+        ),
+        "kv_tiers": ("render_kv_tiers", "kv_tiers"),
+    },
+    "kernel_terms": {
+        "matmul_terms": (
+            "TERMS",
+            "matmul_terms_s",
+            "render_matmul_terms",
+            "matmul_terms_controls",
+            "matmul_terms",
+        ),
+    },
+    "latency": {
+        "latency_targets": (
+            "latency_targets",
+            "latency_targets_controls",
+            "render_latency_targets",
+        ),
+    },
+    "many_gpus": {
+        "parallelism": ("render_parallelism", "parallelism_controls", "parallelism")
+    },
+}
+
 MOVED: Mapping[str, str] = MappingProxyType(
     {
         # the split of cachesim into traces, cachesim and routing
@@ -78,6 +141,13 @@ MOVED: Mapping[str, str] = MappingProxyType(
         "validation.Comparison": "validation.Prediction",
         "validation.PRECISION_CLASS": "achievable.PRECISION_CLASS",
         **{f"validation.{n}": f"reports.{n}" for n in _VALIDATION_REPORTS},
+        # one module per calculator, named for its builder, instead of one per book part
+        **{
+            f"calculators.{old}.{name}": f"calculators.{new}.{name}"
+            for old, homes in _CALCULATORS.items()
+            for new, names in homes.items()
+            for name in names
+        },
     }
 )
 """Old name -> new home, both relative to :mod:`helpers` (``"cachesim.PAPER_TABLE2"`` ->

@@ -32,6 +32,7 @@ Fig. 13 implies in :func:`congestion_factor`.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -47,9 +48,9 @@ from .llm import (
     ModelConfig,
     get_model,
     kv_cache_bytes,
-    kv_cache_bytes_per_token,
     linear_flops_per_token,
     prefill_cost,
+    recompute_flops_per_kv_byte,
 )
 
 
@@ -170,8 +171,10 @@ def transfer_time(
 def reuse_bandwidth_threshold(
     model: str | ModelConfig,
     prefix_tokens: int,
-    compute_flops: float,
+    acc: str | Accelerator,
     *,
+    n_gpus: int = 1,
+    mfu: float = 1.0,
     dtype: str = "bf16",
     coefficients: tuple[float, float] | None = None,
     overlap: float = 1.0,
@@ -180,8 +183,9 @@ def reuse_bandwidth_threshold(
     """Least link line rate (bytes/s) at which reusing a cached prefix beats recomputing it.
 
     Mooncake (Qin et al., FAST'25), section 2.2, Eq. 1-2: the prefix's KV
-    cache must arrive no slower than the GPUs (``compute_flops`` FLOP/s in
-    all) could recompute it, so ``B = kv_bytes(n) * compute_flops / flops(n)``.
+    cache must arrive no slower than the node's ``n_gpus`` GPUs ``acc``, at
+    ``mfu`` of their ``dtype`` peak (:func:`compute_rate`, FLOP/s), could
+    recompute it, so ``B = kv_bytes(n) * compute_rate / flops(n)``.
     That is a floor: the paper adds that "the transfer stages cannot be
     perfectly overlapped with each other, [so] the actual bandwidth
     requirement is even higher". Two factors make this explicit, giving
@@ -200,10 +204,16 @@ def reuse_bandwidth_threshold(
     model : str or ModelConfig
     prefix_tokens : int
         Prefix length ``n`` in tokens.
-    compute_flops : float
-        Aggregate FLOP/s available for recomputation (e.g. ``8 * 312e12`` for 8 A800s).
+    acc : str or Accelerator
+        The GPU that recomputes, e.g. ``"a800"`` with ``n_gpus=8`` for Mooncake's node.
+        (A bare FLOP/s here, the old signature, still works with a
+        :class:`PendingDeprecationWarning` until release 0.3.0.)
+    n_gpus : int
+        GPUs that recompute together.
+    mfu : float
+        Share of the ``dtype`` peak they sustain, in (0, 1].
     dtype : str
-        KV cache dtype.
+        Compute dtype and KV cache dtype.
     coefficients : (a, b), optional
         Use the paper's Eq. 1 literally, ``flops(n) = l (a n^2 d + b n d^2)``
         (the paper gives ``a = 4, b = 22`` for LLaMA3-70B). By default the
@@ -216,7 +226,7 @@ def reuse_bandwidth_threshold(
     """
     m = get_model(model)
     n = _args.positive_int("prefix_tokens", prefix_tokens)
-    compute_flops = _args.positive("compute_flops", compute_flops)
+    rate = _rate_or_old_flops(acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
     overlap = _args.positive("overlap", overlap)
     if overlap < 1:
         raise ValueError(f"overlap must be >= 1, got {overlap!r}")
@@ -225,17 +235,33 @@ def reuse_bandwidth_threshold(
         flops = prefill_cost(m, n, dtype=dtype).flops
     else:
         flops = mooncake_prefill_flops(m, n, coefficients=coefficients)
-    return (
-        kv_cache_bytes(m, n, dtype=dtype) * compute_flops / flops * overlap / efficiency
+    return kv_cache_bytes(m, n, dtype=dtype) * rate / flops * overlap / efficiency
+
+
+def _rate_or_old_flops(acc: object, *, dtype: str, n_gpus: int, mfu: float) -> float:
+    """:func:`compute_rate` of ``acc``; a number in its place is the old signature's FLOP/s."""
+    if isinstance(acc, (str, Accelerator)):
+        return compute_rate(acc, n_gpus=n_gpus, mfu=mfu, dtype=dtype)
+    # Pending, not yet Deprecation: a notebook shows a DeprecationWarning in its outputs, and the
+    # chapters still written with the old call would then fail strict nbval until they move.
+    warnings.warn(
+        "a FLOP/s in place of the accelerator is deprecated (removed in 0.3.0): pass the "
+        "accelerator and n_gpus=, e.g. reuse_bandwidth_threshold(model, n, 'a800', n_gpus=8)",
+        PendingDeprecationWarning,
+        stacklevel=3,
     )
+    return _args.positive("compute_flops", acc)
 
 
 def congestion_factor(
     knee_bandwidth: float,
     model: str | ModelConfig,
     prefix_tokens: int,
-    compute_flops: float,
+    acc: str | Accelerator,
     *,
+    n_gpus: int = 1,
+    mfu: float = 1.0,
+    dtype: str = "bf16",
     coefficients: tuple[float, float] | None = (4.0, 22.0),
 ) -> float:
     """How many times Eq. 2's floor a measured knee of time to first token lies (dimensionless).
@@ -254,15 +280,22 @@ def congestion_factor(
     model : str or ModelConfig
     prefix_tokens : int
         Prefix length ``n`` at which Eq. 2 is evaluated.
-    compute_flops : float
-        Aggregate FLOP/s of the node that recomputes (``8 * 312e12`` for 8 A800s).
+    acc : str or Accelerator
+        The node's GPU (``"a800"`` with ``n_gpus=8`` for the paper's testbed); options
+        ``n_gpus``, ``mfu`` and ``dtype`` as in :func:`reuse_bandwidth_threshold`.
     coefficients : (a, b) or None
         Eq. 1's coefficients (the paper's ``(4, 22)`` by default); ``None``
         counts the FLOP from the model's config.
     """
     knee = _args.positive("knee_bandwidth", knee_bandwidth)
     floor = reuse_bandwidth_threshold(
-        model, prefix_tokens, compute_flops, coefficients=coefficients
+        model,
+        prefix_tokens,
+        acc,
+        n_gpus=n_gpus,
+        mfu=mfu,
+        dtype=dtype,
+        coefficients=coefficients,
     )
     return knee / floor
 
@@ -332,11 +365,17 @@ def hidden_size_constant(
     lm_head, shared by fewer tokens, makes it fall.
     """
     m = get_model(model)
-    per_token = kv_cache_bytes_per_token(m, dtype=dtype)
+    return _flops_per_kv_byte(m, dtype, tokens) / m.d_model
+
+
+def _flops_per_kv_byte(m: ModelConfig, dtype: str, tokens: int | None) -> float:
+    """``c d`` (FLOP per KV byte): :func:`helpers.llm.recompute_flops_per_kv_byte` for the
+    linear layers, or the whole prefill of ``tokens`` tokens per byte of its KV cache."""
     if tokens is None:
-        return linear_flops_per_token(m) / (m.d_model * per_token)
-    flops = prefill_cost(m, tokens, dtype=dtype).flops
-    return flops / (kv_cache_bytes(m, tokens, dtype=dtype) * m.d_model)
+        return recompute_flops_per_kv_byte(m, kv_dtype=dtype)
+    return prefill_cost(m, tokens, dtype=dtype).flops / kv_cache_bytes(
+        m, tokens, dtype=dtype
+    )
 
 
 @dataclass(frozen=True)
@@ -349,7 +388,8 @@ class HiddenSizeRule:
         ``mu P / W``: FLOP the GPUs compute in the time the links move one byte (FLOP/byte).
     threshold : float
         ``c d``: FLOP it takes to recompute one byte of KV cache
-        (:func:`hidden_size_constant` times ``d_model``; FLOP/byte).
+        (:func:`helpers.llm.recompute_flops_per_kv_byte`; with ``tokens``, the whole
+        prefill's ``c(n) d``, :func:`hidden_size_constant` times ``d_model``; FLOP/byte).
     verdict : Verdict
         ``"transfer"`` iff ``compute_per_byte < threshold``.
     speedup : float
@@ -362,7 +402,15 @@ class HiddenSizeRule:
     speedup: float
 
 
-def _compute_rate(acc: str | Accelerator, dtype: str, n_gpus: int, mfu: float) -> float:
+def compute_rate(
+    acc: str | Accelerator, *, n_gpus: int = 1, mfu: float = 1.0, dtype: str = "bf16"
+) -> float:
+    """FLOP/s that ``n_gpus`` GPUs ``acc`` sustain at ``mfu`` of their ``dtype`` peak: ``n mu P``.
+
+    The one home of a node's compute rate in this module: every rule here that
+    sets recomputation against a link calls it. ``compute_rate("a800", n_gpus=8)``
+    is Mooncake's 8 x A800 node, 8 x 312 TFLOP/s = 2.496 PFLOP/s in bf16.
+    """
     n_gpus = _args.positive_int("n_gpus", n_gpus)
     mfu = _args.fraction("mfu", mfu)
     return mfu * n_gpus * get_accelerator(acc).flops(dtype)
@@ -377,21 +425,27 @@ def hidden_size_rule(
     mfu: float = 1.0,
     n_gpus: int = 1,
     n_links: int = 1,
+    tokens: int | None = None,
 ) -> HiddenSizeRule:
     """The source text's rule of thumb: fetch a KV cache when ``mu P / W < c d``, else recompute it.
 
-    ``mu P`` is the FLOP/s the ``n_gpus`` GPUs sustain (``mfu`` of the
-    ``dtype`` peak), ``W`` the bandwidth of ``n_links`` links (line rate, no
-    latency), ``c d`` the FLOP per byte of recomputing a token's KV with the
-    linear layers only (:func:`hidden_size_constant`): short prefixes, where
-    attention is negligible and the prefill is compute-bound. The full model
-    is :func:`breakeven`; this is its limit, as the tests check.
+    ``mu P`` is the FLOP/s the ``n_gpus`` GPUs sustain (:func:`compute_rate`:
+    ``mfu`` of the ``dtype`` peak), ``W`` the bandwidth of ``n_links`` links
+    (line rate, no latency), ``c d`` the FLOP per byte of recomputing a
+    token's KV with the linear layers only
+    (:func:`helpers.llm.recompute_flops_per_kv_byte`): short prefixes, where
+    attention is negligible and the prefill is compute-bound. With ``tokens``
+    (a prefix length ``n``), ``c(n) d`` counts the whole prefill, attention
+    and lm_head included (:func:`hidden_size_constant` with ``tokens``). The
+    full model is :func:`breakeven`; this is its limit, as the tests check.
     """
     m = get_model(model)
     n_links = _args.positive_int("n_links", n_links)
-    rate = _compute_rate(acc, dtype, n_gpus, mfu)
+    if tokens is not None:
+        tokens = _args.positive_int("tokens", tokens)
+    rate = compute_rate(acc, n_gpus=n_gpus, mfu=mfu, dtype=dtype)
     ratio = rate / (n_links * get_link(link).bandwidth)
-    threshold = hidden_size_constant(m, dtype=dtype) * m.d_model
+    threshold = _flops_per_kv_byte(m, dtype, tokens)
     verdict: Verdict = "transfer" if ratio < threshold else "recompute"
     return HiddenSizeRule(
         ratio, threshold, verdict, max(ratio, threshold) / min(ratio, threshold)
@@ -408,8 +462,8 @@ def rule_bandwidth(
 ) -> float:
     """The link bandwidth (bytes/s) at which :func:`hidden_size_rule` breaks even: ``B = mu P / (c d)``."""
     m = get_model(model)
-    rate = _compute_rate(acc, dtype, n_gpus, mfu)
-    return rate / (hidden_size_constant(m, dtype=dtype) * m.d_model)
+    rate = compute_rate(acc, n_gpus=n_gpus, mfu=mfu, dtype=dtype)
+    return rate / _flops_per_kv_byte(m, dtype, None)
 
 
 @dataclass(frozen=True)

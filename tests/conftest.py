@@ -51,3 +51,11 @@ def ax():
     fig, axes = plots.new_figure()
     yield axes
     plots.plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The bundled 16-request sample of the Mooncake traces (the trace calculators' tests)."""
+    from helpers import traces
+
+    return traces.load_trace("tiny")

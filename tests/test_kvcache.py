@@ -77,9 +77,27 @@ def _link(bandwidth: float, latency: float = 0.0) -> Link:
 
 
 def test_catalog_peaks_are_the_ones_mooncake_used():
-    """The catalog's A800 and H800 bf16 peaks are the dense datasheet figures used below."""
-    assert 8 * get_accelerator("A800").flops("bf16") == A800_X8
-    assert 8 * get_accelerator("H800").flops("bf16") == H800_X8
+    """The catalog's A800 and H800 bf16 peaks are the dense datasheet figures used below, and
+    :func:`kvcache.compute_rate` is n x mu x P: 8 A800s at half their peak sustain 4 x 312 TFLOP/s."""
+    assert kvcache.compute_rate("A800", n_gpus=8) == A800_X8
+    assert kvcache.compute_rate("H800", n_gpus=8) == H800_X8
+    assert kvcache.compute_rate("a800", n_gpus=8, mfu=0.5) == pytest.approx(4 * 312e12)
+    with pytest.raises(ValueError, match="mfu"):
+        kvcache.compute_rate("a800", mfu=0)
+
+
+def test_the_old_flops_signature_still_works_with_a_warning():
+    """Chapters written before the accelerator signature pass 8 x peak FLOP/s as the third
+    argument: same threshold and factor, with a (pending) deprecation warning naming the new call."""
+    new = reuse_bandwidth_threshold("llama-3-70b", 8192, "a800", n_gpus=8)
+    with pytest.warns(PendingDeprecationWarning, match="n_gpus="):
+        old = reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8)
+    assert old == new
+    with pytest.warns(PendingDeprecationWarning, match="n_gpus="):
+        factor = kvcache.congestion_factor(12.5e9, "llama-3-70b", 8192, A800_X8)
+    assert factor == kvcache.congestion_factor(
+        12.5e9, "llama-3-70b", 8192, "a800", n_gpus=8
+    )
 
 
 def test_mooncake_eq1_2_with_paper_coefficients():
@@ -89,8 +107,12 @@ def test_mooncake_eq1_2_with_paper_coefficients():
     By hand for the A800 case: KV = 8192 * 327,680 B = 2.68e9 B; FLOP = 80 (4*8192^2*8192 + 22*8192*8192^2)
     = 80 * 26 * 8192^3 = 1.143e15; B = 2.68e9 * 2.496e15 / 1.143e15 = 5.86e9 B/s.
     """
-    a800 = reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 22))
-    h800 = reuse_bandwidth_threshold("llama-3-70b", 8192, H800_X8, coefficients=(4, 22))
+    a800 = reuse_bandwidth_threshold(
+        "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=(4, 22)
+    )
+    h800 = reuse_bandwidth_threshold(
+        "llama-3-70b", 8192, "h800", n_gpus=8, coefficients=(4, 22)
+    )
     assert_allclose(a800, 5.86e9, rtol=0.05)
     assert_allclose(h800, 18.6e9, rtol=0.05)
     by_hand = 8192 * 327_680 * A800_X8 / (80 * 26 * 8192**3)
@@ -110,12 +132,12 @@ def test_mooncake_config_derived_default_within_10_percent():
     m = get_model("llama-3-70b")
     b = linear_flops_per_token(m) / (m.n_layers * m.d_model**2)
     assert_allclose(b, 25.5, rtol=1e-12)
-    a800 = reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8)
-    h800 = reuse_bandwidth_threshold("llama-3-70b", 8192, H800_X8)
+    a800 = reuse_bandwidth_threshold("llama-3-70b", 8192, "a800", n_gpus=8)
+    h800 = reuse_bandwidth_threshold("llama-3-70b", 8192, "h800", n_gpus=8)
     assert_allclose(a800, 6e9, rtol=0.10)
     assert_allclose(h800, 19e9, rtol=0.10)
     assert a800 < reuse_bandwidth_threshold(
-        "llama-3-70b", 8192, A800_X8, coefficients=(4, 22)
+        "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=(4, 22)
     )
     # the threshold is linear in the compute: H800 / A800 = 989.4 / 312
     assert_allclose(h800 / a800, 989.4 / 312, rtol=1e-12)
@@ -290,19 +312,32 @@ def test_bad_input():
     with pytest.raises(ValueError, match="tokens"):
         transfer_time("llama-2-7b", 0, "cx7")
     with pytest.raises(ValueError, match="prefix_tokens"):
-        reuse_bandwidth_threshold("llama-3-70b", -1, A800_X8)
-    with pytest.raises(ValueError, match="compute_flops"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, float("inf"))
-    with pytest.raises(TypeError, match="compute_flops"):
+        reuse_bandwidth_threshold("llama-3-70b", -1, "a800", n_gpus=8)
+    with pytest.raises(KeyError, match="8e15"):
         reuse_bandwidth_threshold("llama-3-70b", 8192, "8e15")
+    with pytest.raises(ValueError, match="n_gpus"):
+        reuse_bandwidth_threshold("llama-3-70b", 8192, "a800", n_gpus=0)
+    with (
+        pytest.warns(
+            PendingDeprecationWarning, match="FLOP/s in place of the accelerator"
+        ),
+        pytest.raises(ValueError, match="compute_flops"),
+    ):
+        reuse_bandwidth_threshold("llama-3-70b", 8192, float("inf"))
     with pytest.raises(ValueError, match="coefficients"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 22, 1))
+        reuse_bandwidth_threshold(
+            "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=(4, 22, 1)
+        )
     with pytest.raises(ValueError, match="coefficients"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=(4, 0))
+        reuse_bandwidth_threshold(
+            "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=(4, 0)
+        )
     with pytest.raises(ValueError, match="coefficients"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=4)  # type: ignore[arg-type]
+        reuse_bandwidth_threshold("llama-3-70b", 8192, "a800", n_gpus=8, coefficients=4)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="coefficients"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, A800_X8, coefficients=("4", 22))
+        reuse_bandwidth_threshold(
+            "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=("4", 22)
+        )
     with pytest.raises(ValueError, match="n_gpus"):
         recompute_time("llama-2-7b", 10, "H100", n_gpus=0)
     with pytest.raises(ValueError, match="mfu"):
@@ -600,13 +635,14 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
     effs = [t.efficiency for t in papers.MOONCAKE_FIG12_TRANSFER_ENGINE]
     assert_allclose(effs, [0.87, 0.475])
     floor = reuse_bandwidth_threshold(
-        "llama-3-70b", 8192, 8 * 312e12, coefficients=(4.0, 22.0)
+        "llama-3-70b", 8192, "a800", n_gpus=8, coefficients=(4.0, 22.0)
     )
     assert_allclose(floor / 1e9, 5.86, rtol=1e-3)
     needed = reuse_bandwidth_threshold(
         "llama-3-70b",
         8192,
-        8 * 312e12,
+        "a800",
+        n_gpus=8,
         coefficients=(4.0, 22.0),
         overlap=2.0,
         efficiency=0.475,
@@ -619,7 +655,7 @@ def test_link_efficiency_and_overlap_raise_the_threshold():
     )
     assert_allclose(real, 2 * line)
     with pytest.raises(ValueError, match="overlap"):
-        reuse_bandwidth_threshold("llama-3-70b", 8192, 1e15, overlap=0.5)
+        reuse_bandwidth_threshold("llama-3-70b", 8192, "a800", overlap=0.5)
     with pytest.raises(ValueError, match="efficiency"):
         transfer_time("llama-3-70b", 10, "cx7", efficiency=0)
 
@@ -637,6 +673,19 @@ def test_hidden_size_rule_by_hand():
     assert rule.verdict == "transfer" and rule.speedup == pytest.approx(24_704 / 17_600)
     assert kvcache.rule_bandwidth("llama-2-7b", "a100", mfu=mfu) == pytest.approx(
         220e12 / 24_704, rel=1e-12
+    )
+    assert rule.threshold == llm.recompute_flops_per_kv_byte(
+        "llama-2-7b"
+    )  # one home of c d
+    long = kvcache.hidden_size_rule(
+        "llama-2-7b", "a100", "100gbe", mfu=mfu, tokens=4096
+    )
+    assert long.threshold == pytest.approx(
+        hidden_size_constant("llama-2-7b", tokens=4096) * 4096, rel=1e-12
+    )
+    assert (
+        long.compute_per_byte == rule.compute_per_byte
+        and long.threshold > rule.threshold
     )
     two = kvcache.hidden_size_rule("llama-2-7b", "a100", "100gbe", mfu=mfu, n_links=2)
     assert two.compute_per_byte == pytest.approx(8_800, rel=1e-12)
@@ -656,7 +705,7 @@ def test_congestion_factor_of_fig13_by_hand():
     floor = n * 327_680 * 8 * 312e12 / (80 * 26 * n**3)
     assert_allclose(floor / 1e9, 5.859, rtol=1e-3)
     factor = kvcache.congestion_factor(
-        papers.MOONCAKE_FIG13_TTFT_KNEE, "llama-3-70b", n, 8 * 312e12
+        papers.MOONCAKE_FIG13_TTFT_KNEE, "llama-3-70b", n, "a800", n_gpus=8
     )
     assert_allclose(factor, 12.5e9 / floor)
     assert_allclose(factor, 2.13, atol=0.005)
@@ -664,7 +713,8 @@ def test_congestion_factor_of_fig13_by_hand():
     h800 = reuse_bandwidth_threshold(
         "llama-3-70b",
         n,
-        8 * 989.4e12,
+        "h800",
+        n_gpus=8,
         coefficients=(4.0, 22.0),
         overlap=factor,
         efficiency=0.475,
@@ -676,9 +726,9 @@ def test_congestion_factor_of_fig13_by_hand():
 def test_congestion_factor_rejects_bad_input():
     """A knee that is not a positive bandwidth names its parameter."""
     with pytest.raises(ValueError, match="knee_bandwidth"):
-        kvcache.congestion_factor(0.0, "llama-3-70b", 8192, 8 * 312e12)
+        kvcache.congestion_factor(0.0, "llama-3-70b", 8192, "a800", n_gpus=8)
     with pytest.raises(ValueError, match="prefix_tokens"):
-        kvcache.congestion_factor(12.5e9, "llama-3-70b", 0, 8 * 312e12)
+        kvcache.congestion_factor(12.5e9, "llama-3-70b", 0, "a800", n_gpus=8)
 
 
 def test_mooncake_node_types_pair_each_network_with_its_gpu():

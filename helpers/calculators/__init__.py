@@ -1,73 +1,67 @@
-"""The chapters' calculators: each a tested ``render`` function and a builder.
+"""The chapters' calculators: one module per calculator, named for its builder.
 
-A chapter shows its calculator with one line, e.g.
-``calculators.two_ceilings().show()``. Each builder returns a
-:class:`helpers.widgets.Calculator` whose controls (ipywidgets, with the
-chapter's defaults, built from the shared factories of
-``helpers.calculators._controls``, and from ``*_controls()`` where a chapter wants them) drive a
-``render_*`` function: ``render_*(ax, **values) -> str`` draws into ``ax``
-and returns a Markdown summary, and raises ``ValueError``/``KeyError``/
-``TypeError`` with a message naming the bad input (a batch that does not fit,
-capacities that do not grow, a dtype the device lacks), which the calculator
-shows instead of a result. The render functions need no widgets, so the tests
-call them directly.
+A chapter shows its calculator with one line, e.g. ``calculators.two_ceilings().show()``.
+Module ``helpers.calculators.<builder>`` holds
 
-Part I (rooflines and batching), in ``helpers.calculators.part1`` (chapter 3's in
-``helpers.calculators.kernel_terms``):
+* ``<builder>()``: returns a :class:`helpers.widgets.Calculator` whose controls (ipywidgets, with
+  the chapter's defaults, from the shared factories of ``helpers.calculators._controls`` and
+  from ``<builder>_controls()`` where a chapter wants them) drive
+* ``render_<builder>(ax, **values) -> str``: draws into ``ax`` and returns a Markdown summary,
+  and raises ``ValueError``/``KeyError``/``TypeError`` with a message naming the bad input (a
+  batch that does not fit, capacities that do not grow, a dtype the device lacks), which the
+  calculator shows instead of a result. The render functions need no widgets, so the tests
+  call them directly (``tests/test_calculators_<builder>.py``).
 
-* :func:`~helpers.calculators.part1.two_ceilings` (chapter 1) -- which of compute, memory and overhead
-  binds one operation, as its size varies;
-* :func:`~helpers.calculators.part1.rooflines` (chapter 2) -- rooflines of several devices and dtypes,
-  with operations placed on them;
-* :func:`~helpers.calculators.part1.batched_layer` (chapter 4) -- step time, throughput and regime of a
-  linear layer or MLP against the batch;
-* :func:`~helpers.calculators.kernel_terms.matmul_terms` (chapter 3) -- a square matmul's time, term
-  by term (roofline, achievable peaks and tiles, GPU floor, library's fixed cost), beside published
-  measurements, against its size;
-* :func:`~helpers.calculators.part1.resnet50` (chapter 5) -- ResNet-50's layers on a roofline, and the
-  network's step time with a per-layer overhead.
+:data:`CALCULATORS` lists them, by the slug of the chapter that shows each (its file name in
+``_toc.yml`` without the number); the tests and the API page iterate it. **Adding a calculator**
+is a module ``helpers/calculators/<builder>.py`` (copy the shortest, ``resnet50.py``), its line
+``from .<builder> import *`` below, one line in :data:`CALCULATORS`, and
+``tests/test_calculators_<builder>.py``; ``tests/test_calculators.py`` fails on a module missing
+from the table or a slug missing from ``_toc.yml``.
 
-Part II (serving a transformer), in ``helpers.calculators.part2``:
-
-* :func:`~helpers.calculators.part2.transformer_inference` (chapter 6) -- prefill and decode bounds, the
-  KV cache and the largest batch that fits, against the batch;
-* :func:`~helpers.calculators.part2.transfer_or_recompute` (chapter 7) -- recompute a prefix's KV cache
-  or fetch it, against the prefix length;
-* :func:`~helpers.calculators.part2.kv_pool` (chapter 9) -- a KV-cache pool's hit rate on a trace, and
-  the prefill compute it saves;
-* :func:`~helpers.calculators.part2.attention_offload` (chapter 10) -- tokens per dollar of attention
-  offload against an all-GPU baseline;
-* :func:`~helpers.calculators.part2.kv_tiers` (chapter 11) -- a tiered KV cache, fetch or compute per
-  part of a prompt.
-
-Latency targets, in ``helpers.calculators.latency``:
-
-* :func:`~helpers.calculators.latency.latency_targets` (chapter 8) -- a decode step carrying a prompt's
-  last chunk against the chunk size, and the prefill utilisation a TTFT target allows.
-
-Many GPUs, in ``helpers.calculators.many_gpus``:
-
-* :func:`~helpers.calculators.many_gpus.parallelism` (chapter 12) -- what tensor or context
-  parallelism's collectives cost against the compute they split.
-
-The renders only wire the helpers the chapters use to the controls: every
-number comes from the model modules. Dropdowns list the catalogs
-(:func:`helpers.hardware.accelerators`, :func:`helpers.hardware.links`,
-:func:`helpers.llm.models`), so a GPU or a model added there appears in every
-calculator. Units as everywhere in :mod:`helpers` (seconds, bytes, FLOP),
-except the controls' ``overhead_us``, in microseconds for the slider. An
-accelerator control is keyed ``acc`` in every calculator.
+The renders only wire the helpers the chapters use to the controls: every number comes from the
+model modules. Dropdowns list the catalogs (:func:`helpers.hardware.accelerators`,
+:func:`helpers.hardware.links`, :func:`helpers.llm.models`), so a GPU or a model added there
+appears in every calculator. Units as everywhere in :mod:`helpers` (seconds, bytes, FLOP), except
+the controls' ``overhead_us``, in microseconds for the slider. An accelerator control is keyed
+``acc`` in every calculator.
 """
 
-from .kernel_terms import *  # noqa: F403
-from .kernel_terms import __all__ as _kernel_terms
-from .latency import *  # noqa: F403
-from .latency import __all__ as _latency
-from .many_gpus import *  # noqa: F403
-from .many_gpus import __all__ as _many_gpus
-from .part1 import *  # noqa: F403
-from .part1 import __all__ as _part1
-from .part2 import *  # noqa: F403
-from .part2 import __all__ as _part2
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-__all__ = [*_part1, *_kernel_terms, *_part2, *_latency, *_many_gpus]
+from ..widgets import Calculator
+from .attention_offload import *  # noqa: F403
+from .batched_layer import *  # noqa: F403
+from .kv_pool import *  # noqa: F403
+from .kv_tiers import *  # noqa: F403
+from .latency_targets import *  # noqa: F403
+from .matmul_terms import *  # noqa: F403
+from .parallelism import *  # noqa: F403
+from .resnet50 import *  # noqa: F403
+from .rooflines import *  # noqa: F403
+from .transfer_or_recompute import *  # noqa: F403
+from .transformer_inference import *  # noqa: F403
+from .two_ceilings import *  # noqa: F403
+
+# F405: the builders come from the star imports above, one per module.
+CALCULATORS: Mapping[str, Callable[..., Calculator]] = MappingProxyType(
+    {
+        "two_ceilings": two_ceilings,  # noqa: F405
+        "roofline": rooflines,  # noqa: F405
+        "below_roofline": matmul_terms,  # noqa: F405
+        "batching": batched_layer,  # noqa: F405
+        "convolutions": resnet50,  # noqa: F405
+        "transformer_inference": transformer_inference,  # noqa: F405
+        "transfer_or_recompute": transfer_or_recompute,  # noqa: F405
+        "latency_targets": latency_targets,  # noqa: F405
+        "disaggregated_memory": kv_pool,  # noqa: F405
+        "attention_offload": attention_offload,  # noqa: F405
+        "hybrid_strategies": kv_tiers,  # noqa: F405
+        "many_gpus": parallelism,  # noqa: F405
+    }
+)
+"""Chapter slug -> the builder of the calculator that chapter shows; the builder's module is
+``helpers.calculators.<builder name>``. One line per calculator."""
+
+__all__ = ["CALCULATORS", *(b.__name__ for b in CALCULATORS.values())]

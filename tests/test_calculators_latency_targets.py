@@ -1,11 +1,11 @@
-"""Tests for :mod:`helpers.calculators.latency`: chapter 8's calculator wires serving and queueing to its controls."""
+"""Tests for :mod:`helpers.calculators.latency_targets`: chapter 8's calculator wires serving and queueing to its controls."""
 
 from __future__ import annotations
 
 import pytest
 
+from helpers import calculators as cl
 from helpers import inference, queueing, serving
-from helpers.calculators import latency as cl
 
 
 def test_default_summary_matches_the_chapter(ax):

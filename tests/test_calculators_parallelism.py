@@ -1,11 +1,11 @@
-"""Tests for :mod:`helpers.calculators.many_gpus`: chapter 12's calculator wires multigpu to its controls."""
+"""Tests for :mod:`helpers.calculators.parallelism`: chapter 12's calculator wires multigpu to its controls."""
 
 from __future__ import annotations
 
 import pytest
 
+from helpers import calculators as cp
 from helpers import multigpu
-from helpers.calculators import many_gpus as cp
 
 
 def test_default_summary_reports_the_multigpu_share(ax):

@@ -1,12 +1,12 @@
-"""Tests for :mod:`helpers.calculators.kernel_terms`: Chapter 3's calculator adds the model's terms in turn."""
+"""Tests for :mod:`helpers.calculators.matmul_terms`: Chapter 3's calculator adds the model's terms in turn."""
 
 from __future__ import annotations
 
 import pytest
 from numpy.testing import assert_allclose
 
+from helpers import calculators as kt
 from helpers import dispatch, validation
-from helpers.calculators import kernel_terms as kt
 
 
 def test_roofline_term_is_the_hand_derived_bound():
