@@ -1,4 +1,5 @@
-# Two commands do everything on a fresh machine with Python >= 3.10:
+# Three commands do everything on a fresh machine with Python >= 3.10:
+#   make check  -- the fast loop before a commit: ruff, mypy and the unit tests (about a minute)
 #   make book   -- set up .venv and build the HTML book into _build/html (zero warnings)
 #   make test   -- set up .venv, lint, run the unit tests (and docstring examples), check every notebook
 #                  with nbval, build the book and check it in a browser (axe-core too), build the student
@@ -34,8 +35,8 @@ BOOK_STAMP := $(VENV)/.book-stamp
 $(BOOK_STAMP): requirements-book.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	@echo "installing the book's build tools (requirements-book.txt, about 600 MB on disk)..."
-	$(BIN)/python -m pip install -q -r requirements-book.txt
+	@echo "installing the book's build tools (requirements-book.txt, about 600 MB on disk; pip prints each package as it is fetched; no -q)..."
+	$(BIN)/python -m pip install --progress-bar off -r requirements-book.txt
 	@# -qq: setuptools advises every editable install to mind same-named folders (a warning, not a fault)
 	$(BIN)/python -m pip install -qq --no-deps -e .
 	touch $(BOOK_STAMP)
@@ -45,9 +46,9 @@ book-setup: $(BOOK_STAMP)
 $(STAMP): $(BOOK_STAMP) requirements.txt
 	@echo "installing CPU torch $(TORCH_VERSION) and the test toolchain (requirements.txt, about 1.2 GB more on disk)..."
 	if $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=10)" 2>/dev/null; \
-	then $(BIN)/python -m pip install -q --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX); \
+	then $(BIN)/python -m pip install --progress-bar off --no-deps "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX); \
 	else echo "($(TORCH_INDEX) unreachable: torch from pip's own configuration)"; fi
-	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install --progress-bar off -r requirements.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -230,39 +231,63 @@ test-teaching: test-pdf test-assignments
 # System packages, installed one after another before anything runs in parallel (apt-get holds a lock).
 system-deps: rdma-libs $(CHROMIUM) $(XELATEX)
 
-# `make test`: set-up, lint and the system packages first, then two independent chains side by side,
-# one per core of a small CI runner. Every stage prints its wall time, and the two chains together
-# print theirs ("== make test-chains"), the figure to hold under 5 minutes. The chains are balanced by
-# the stages' times on a 2-core machine:
-#   measure: the labs (nbval-lax; they measure this machine), both PDFs and their checks, the otter
-#            assignments and grading
-#   site:    the book, the student edition (from the book's doctrees), both editions' browser and
-#            accessibility checks (one page load per document), the unit tests and doctests, strict
-#            nbval on the chapters and the appendix
-# The labs run beside the site chain's work: on a CPU their timing checks use the thread's CPU time
+# `make check`: the fast local loop (C4-11) -- ruff, mypy and the unit tests that need no build and
+# are not marked slow, stopping at the first failure. About a minute on a quiet 2-core machine;
+# run it before every commit. `make test` runs everything.
+FAST_TESTS := tests -q -p no:cacheprovider --ignore=tests/browser -m "not slow and not built"
+
+check: setup
+	@t0=$$(date +%s); \
+	$(BIN)/ruff check -q $(LINTED) && $(BIN)/ruff format --check -q $(LINTED) && $(BIN)/mypy \
+	&& $(BIN)/python -m pytest $(FAST_TESTS) -x; rc=$$?; \
+	echo "== make check: $$(( $$(date +%s) - t0 )) s, exit $$rc"; exit $$rc
+
+# `make test`: set-up and the system packages first, then every check as a pool of stages
+# on two job slots (one per core of a small CI runner). Each stage is a target below whose
+# prerequisites are only what it reads (the student edition starts from the book's doctrees, the
+# browser checks read both editions); make starts the next ready stage whenever a slot frees, in
+# the order listed, so the pool balances itself: lint and the unit tests (first, so a broken
+# formula is reported within a couple of minutes) and strict nbval fill the second slot while the
+# book is built, then the labs, PDFs and assignments run beside the browser checks. The critical path is
+# book -> student -> site-check; everything else fits beside it. Every stage prints its wall time,
+# and the pool prints its own ("== make test-chains"), the figure to hold under 10 minutes.
+# The labs run beside other work: on a CPU their timing checks use the thread's CPU time
 # (helpers.bench.time_fn), which another process's load does not inflate.
 STAGE = @t0=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
 	echo "== make $(1): $$(( $$(date +%s) - t0 )) s, exit $$rc"; exit $$rc
 
+STAGES := stage-lint stage-book stage-test-unit stage-test-chapters stage-student stage-site-check \
+	stage-test-labs stage-test-pdf stage-test-assignments
+.PHONY: check $(STAGES)
+
 test:
 	$(call STAGE,setup)
-	$(call STAGE,lint)
 	$(call STAGE,system-deps)
 	$(call STAGE,test-chains)
 
 test-chains: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-measure test-site
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(STAGES)
 
+stage-lint stage-test-unit stage-book stage-test-chapters stage-test-labs stage-test-pdf stage-test-assignments:
+	$(call STAGE,$(@:stage-%=%))
+
+stage-student: stage-book
+	$(call STAGE,student)
+
+stage-site-check: stage-book stage-student
+	$(call STAGE,site-check)
+
+# The two halves, each alone (CI's jobs, or a look at one side).
 test-measure: setup
 	$(call STAGE,test-labs)
 	$(call STAGE,test-pdf)
 	$(call STAGE,test-assignments)
 
 test-site: setup
+	$(call STAGE,test-unit)
 	$(call STAGE,book)
 	$(call STAGE,student)
 	$(call STAGE,site-check)
-	$(call STAGE,test-unit)
 	$(call STAGE,test-chapters)
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every

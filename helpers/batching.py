@@ -275,9 +275,9 @@ DEFAULT_OVERHEAD_S = 5e-6
 Before an operation does any work, eager PyTorch runs Python and framework
 dispatch on the CPU and the GPU launches a kernel; together that is "a few
 microseconds" per call, whatever the size of the operation. The book takes
-5 µs as one round, *assumed* figure wherever a chapter needs one: chapter 1
-charges it per operation, chapter 4 per step of a fused (graph-captured)
-MLP block, chapter 5 per ResNet-50 layer. It is an order of magnitude, not
+5 µs as one round, *assumed* figure wherever a chapter needs one: chapter ``two_ceilings``
+charges it per operation, chapter ``batching`` per step of a fused (graph-captured)
+MLP block, chapter ``convolutions`` per ResNet-50 layer. It is an order of magnitude, not
 a datasheet value: Lab 1 measures the real one on the reader's machine
 (:func:`helpers.bench.measure_overhead`, the time of adding 1 to a
 one-element tensor; about 7 µs on the CPU of the committed lab runs), and

@@ -111,7 +111,7 @@ GB200_NVL72 = NVLinkDomain(
         "36 GB200 superchips (1 Grace + 2 Blackwell each) in one NVLink Switch domain. The page "
         "gives up to 13.4 TB of HBM3e at 576 TB/s and up to 17 TB of LPDDR5X at up to 18.4 TB/s "
         "per rack, and per superchip up to 480 GB of LPDDR5X at up to 512 GB/s: 36 x 480 GB = "
-        "17.3 TB, the rack's 'up to 17 TB'. Chapter 11's tiers: the GPU's own HBM; the other GPUs' "
+        "17.3 TB, the rack's 'up to 17 TB'. Chapter ``hybrid_strategies``'s tiers: the GPU's own HBM; the other GPUs' "
         "HBM over NVLink 5; Grace LPDDR5X over NVLink-C2C."
     ),
 )

@@ -84,7 +84,7 @@ def recompute_time(
     peak), with the tensor-parallel all-reduces left out. It is therefore a
     lower bound on recomputing, the most favourable case for it: a verdict
     "transfer" holds a fortiori once communication is charged
-    (:mod:`helpers.multigpu` and Chapter 12 add it).
+    (:mod:`helpers.multigpu` and Chapter ``many_gpus`` add it).
     """
     return prefill_time(
         model, tokens, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None

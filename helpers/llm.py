@@ -604,7 +604,7 @@ def recompute_flops_per_kv_byte(
     """FLOP it takes to recompute one byte of KV cache (weight matmuls only): ``c * d_model``.
 
     ``linear_flops_per_token / kv_cache_bytes_per_token``: the constant that
-    Chapter 7's rule compares with a link's FLOP/s per byte/s (fetch when
+    Chapter ``transfer_or_recompute``'s rule compares with a link's FLOP/s per byte/s (fetch when
     ``peak FLOP/s / bandwidth < c * d``), the same quantity as
     :func:`helpers.kvcache.hidden_size_constant` times ``d_model`` for 16-bit
     caches. A smaller KV format raises it by :func:`~helpers.kv_formats.kv_size_ratio`: every byte

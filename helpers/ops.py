@@ -286,7 +286,7 @@ def gemm_time(
 ) -> float:
     """Second-order seconds of ``batch`` independent ``[m, k] @ [k, n]`` products run as one GEMM.
 
-    The model Chapters 1 to 4 build, in one call: :func:`matmul_cost` (times
+    The model chapters ``two_ceilings`` to ``batching`` build, in one call: :func:`matmul_cost` (times
     ``batch``) on the roofline of :func:`helpers.roofline.breakdown`, whose
     compute term runs at the fraction :func:`gemm_efficiency` of the peak
     (the library's best tile, split-K, the waves of tiles over the SMs) and

@@ -142,7 +142,7 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------
-# Appended for Chapters 10 and 11 (second edition)
+# Appended for chapters ``attention_offload`` and ``hybrid_strategies`` (second edition)
 # ---------------------------------------------------------------------------
 
 MOONCAKE_TABLE1_H2D_BANDWIDTH = 128e9

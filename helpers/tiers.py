@@ -132,7 +132,7 @@ def example_hierarchy(
       at their memory bandwidth, no latency;
     * ``"host DRAM"``: ``dram_bytes`` over one ``dram_link`` per GPU, at
       their line rate, or at ``dram_bandwidth`` bytes/s for the whole server
-      when given (Chapter 11 passes Mooncake's planning figure,
+      when given (Chapter ``hybrid_strategies`` passes Mooncake's planning figure,
       :data:`helpers.papers.MOONCAKE_TABLE1_H2D_BANDWIDTH`, 128 GB/s: eight
       GPUs copying at once share PCIe switches, NICs and the host's memory,
       so they do not reach eight links' line rate);
@@ -143,7 +143,7 @@ def example_hierarchy(
     The hierarchy is inclusive (each tier also holds what the faster ones
     hold, as :func:`trace_fractions` assumes), so each capacity is the tier's
     whole size and they must grow from tier to tier. A tier of 0 bytes is left
-    out. The defaults are Chapter 11's: the capacities are illustrative
+    out. The defaults are Chapter ``hybrid_strategies``'s: the capacities are illustrative
     assumptions, the bandwidths the catalog's.
 
     Raises

@@ -146,11 +146,12 @@ def test_never_below_lru_and_equal_when_unlimited():
     assert opt[-1] == pytest.approx(lru[-1])
 
 
+@pytest.mark.slow  # replays the real conversation trace
 @pytest.mark.skipif(
     not (REAL / "conversation_trace.jsonl").is_file(), reason="needs MOONCAKE_TRACES"
 )
 def test_full_conversation_trace_bounds_lru():
-    """At Fig. 9's 3 M tokens the optimum lies between LRU and the infinite cache's H (37.4 %, ch. 9)."""
+    """At Fig. 9's 3 M tokens the optimum lies between LRU and the infinite cache's H (37.4 %, chapter ``disaggregated_memory``)."""
     trace = traces.load_trace("conversation")
     distances = cs.stack_distances(trace)
     lru, top = cs.hit_rate_curve(distances, [3e6, math.inf])

@@ -25,7 +25,7 @@ from helpers import traces as tr
 
 @pytest.fixture
 def abc_trace(tmp_path):
-    """Chapter 9's Question 3 (toy_traces.abc_trace_file), loaded."""
+    """Chapter ``disaggregated_memory``'s Question 3 (toy_traces.abc_trace_file), loaded."""
     return traces.load_trace(abc_trace_file(tmp_path / "abc_trace.jsonl"))
 
 
@@ -373,6 +373,7 @@ def test_prefill_saving_either_way():
         cachesim.prefill_saving(below, "llama-3-70b", math.inf, distances=sd)
 
 
+@pytest.mark.slow  # the real traces
 @pytest.mark.skipif(
     not HAVE_REAL,
     reason="set MOONCAKE_TRACES to a folder holding the Mooncake traces",

@@ -119,25 +119,25 @@ def test_format_intensity():
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 1
+# Chapter ``two_ceilings``
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 2
+# Chapter ``roofline``
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 4
+# Chapter ``batching``
 
 
 # --------------------------------------------------------------------------------------------------
-# Chapter 5
+# Chapter ``convolutions``
 
 
 def test_every_single_accelerator_control_is_keyed_acc():
     """Parts I and II share one key: a calculator with one accelerator dropdown names it ``acc``
-    (Chapter 1's ``two_ceilings`` and Chapter 6's ``transformer_inference`` alike), offering the
-    whole catalog; Chapter 2's multi-select keeps its plural ``accelerators``."""
+    (Chapter ``two_ceilings``'s ``two_ceilings`` and Chapter ``transformer_inference``'s ``transformer_inference`` alike), offering the
+    whole catalog; Chapter ``roofline``'s multi-select keeps its plural ``accelerators``."""
     from helpers.hardware import accelerators
 
     names = [a.name for a in accelerators()]

@@ -19,7 +19,7 @@ def _summary(calc, **values):
 
 
 def test_kv_tiers_default(tiny):
-    """The bundled trace through Chapter 11's hierarchy: four tiers and the miss, a verdict per chunk."""
+    """The bundled trace through Chapter ``hybrid_strategies``'s hierarchy: four tiers and the miss, a verdict per chunk."""
     sd = cachesim.stack_distances(tiny)
     calc = cs.kv_tiers(sd, 2048)
     summary = calc.update()

@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators.latency_targets`: chapter 8's calculator wires serving and queueing to its controls."""
+"""Tests for :mod:`helpers.calculators.latency_targets`: chapter ``latency_targets``'s calculator wires serving and queueing to its controls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from helpers import inference, queueing, serving
 
 
 def test_default_summary_matches_the_chapter(ax):
-    """At the defaults (Chapter 8's A800 example) the batch is 119 and 1,024 tokens is the largest
+    """At the defaults (Chapter ``latency_targets``'s A800 example) the batch is 119 and 1,024 tokens is the largest
     chunk drawn within 100 ms (2,048 tokens take 144 ms, the chapter's table); the 512-token step,
     42.6 ms, includes the attention over the earlier chunks; the utilisation is
     queueing.md1_max_utilisation of the whole prompt's prefill."""

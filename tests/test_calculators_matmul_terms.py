@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators.matmul_terms`: Chapter 3's calculator adds the model's terms in turn."""
+"""Tests for :mod:`helpers.calculators.matmul_terms`: Chapter ``below_roofline``'s calculator adds the model's terms in turn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators.parallelism`: chapter 12's calculator wires multigpu to its controls."""
+"""Tests for :mod:`helpers.calculators.parallelism`: chapter ``many_gpus``'s calculator wires multigpu to its controls."""
 
 from __future__ import annotations
 

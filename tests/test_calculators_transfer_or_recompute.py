@@ -43,7 +43,7 @@ def test_transfer_or_recompute_names_the_hardware_ratio_mu_p_over_w_link():
 
 def test_transfer_or_recompute_window_at_peak():
     """One H100 at peak behind 100 GbE: recomputing wins only between 95 and 108,895 tokens
-    (Chapter 7's figure), and fetching for good from 108,896."""
+    (Chapter ``transfer_or_recompute``'s figure), and fetching for good from 108,896."""
     summary = _summary(cs.transfer_or_recompute(), acc="H100 SXM", mfu=1.0)
     assert "recomputing is faster for prefixes of 95 to 108,895 tokens" in summary
     assert "fetching wins for good from 108,896 tokens" in summary

@@ -257,14 +257,15 @@ def test_without_copies_equals_cache_aware_local_routing():
     assert ours.load_imbalance == pytest.approx(theirs.load_imbalance)
 
 
+@pytest.mark.slow  # replays the real conversation trace (conftest: real traces are slow)
 @pytest.mark.skipif(
     not (REAL / "conversation_trace.jsonl").is_file(), reason="needs MOONCAKE_TRACES"
 )
 def test_conversation_trace_copies_raise_reuse_toward_the_pool():
     """Ten nodes of 3 M tokens: free copies reuse at least what local cache-aware routing reuses, and no more
-    than the trace's infinite-cache ceiling (37.4 %, chapter 9)."""
+    than the trace's infinite-cache ceiling (37.4 %, chapter ``disaggregated_memory``)."""
     trace = tr.load_trace("conversation")
-    rate = 16_348.0  # tokens/s: chapter 9's node rate, Llama-3-70B at peak on 8 x A800, no communication
+    rate = 16_348.0  # tokens/s: chapter ``disaggregated_memory``'s node rate, Llama-3-70B at peak on 8 x A800, no communication
     base = routing.replicated_routing(
         trace, 10, 3e6, prefill_tokens_per_s=rate, transfer_tokens_per_s=0
     )

@@ -60,7 +60,7 @@ def make_trace(
 
 
 def abc_trace_file(path: Path) -> Path:
-    """Chapter 9's Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks, 1 ms apart."""
+    """Chapter ``disaggregated_memory``'s Question 3: A = [a, b, c], B = [a, d], C = [a, b, c, e], full 512-token blocks, 1 ms apart."""
     return write_trace(
         path,
         [(1536, [0, 1, 2]), (1024, [0, 3]), (2048, [0, 1, 2, 4])],

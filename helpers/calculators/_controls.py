@@ -18,7 +18,7 @@ import numpy as np
 from .. import batching, hardware, llm
 
 SERVING_DTYPES = ("bf16", "fp16", "fp8")
-"""The dtypes the serving calculators (Chapters 6-11) offer."""
+"""The dtypes the serving calculators (chapters ``transformer_inference`` to ``hybrid_strategies``) offer."""
 
 
 def accelerator_names() -> list[str]:

@@ -31,7 +31,8 @@ ILLUSTRATIVE_PRICE: Mapping[str, float] = MappingProxyType(
         "RTX 4090": 0.40,
     }
 )
-"""Dollars per device-hour used as Chapter 10's defaults: round numbers for the example, NOT market quotes."""
+"""Dollars per device-hour used as Chapter ``attention_offload``'s defaults: round numbers for the
+example, NOT market quotes."""
 
 
 def render_attention_offload(
@@ -48,7 +49,8 @@ def render_attention_offload(
     price_memory: float,
     dtype: str,
 ) -> str:
-    """Chapter 10: tokens per dollar against the batch, all-GPU baseline against attention offload."""
+    """Chapter ``attention_offload``: tokens per dollar against the batch, all-GPU baseline against
+    attention offload."""
     if not inference.weights_fit(model, compute, n_gpus=n_compute, dtype=dtype):
         raise ValueError(
             f"n_compute: the weights of {model} do not fit on {n_compute} × {compute}"
@@ -133,7 +135,8 @@ def render_attention_offload(
 
 
 def attention_offload() -> Calculator:
-    """Chapter 10's calculator: compute GPUs, memory devices, the link, a baseline and prices per hour."""
+    """Chapter ``attention_offload``'s calculator: compute GPUs, memory devices, the link, a
+    baseline and prices per hour."""
     controls = {
         "model": _controls.model("llama-3-70b"),
         "context": widgets.BoundedIntText(

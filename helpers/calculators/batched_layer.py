@@ -37,7 +37,7 @@ LAYER_SHAPES: Mapping[str, bool | None] = MappingProxyType(
 
 
 WEIGHT_FORMATS = ("same as compute", "fp16", "int8", "fp8")
-"""Weight storage formats of chapter 4's calculator (``"same as compute"``: the compute dtype)."""
+"""Weight storage formats of chapter ``batching``'s calculator (``"same as compute"``: the compute dtype)."""
 
 
 def render_batched_layer(
@@ -51,7 +51,7 @@ def render_batched_layer(
     batch: int,
     overhead_us: float,
 ) -> str:
-    """Chapter 4's calculator: step time and throughput of a layer against the batch, by regime.
+    """Chapter ``batching``'s calculator: step time and throughput of a layer against the batch, by regime.
 
     A linear layer ``width_1 -> width_2`` (:func:`helpers.batching.linear_sweep`)
     or an MLP with ``d_model = width_1`` and ``d_ff = width_2``
@@ -193,5 +193,5 @@ def batched_layer_controls() -> dict[str, Any]:
 
 
 def batched_layer() -> Calculator:
-    """Chapter 4's calculator (:func:`render_batched_layer`); default: Llama-2-7B MLP, A100."""
+    """Chapter ``batching``'s calculator (:func:`render_batched_layer`); default: Llama-2-7B MLP, A100."""
     return Calculator(batched_layer_controls(), render_batched_layer)

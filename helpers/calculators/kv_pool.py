@@ -43,7 +43,8 @@ def render_kv_pool(
     acc: str = "H800",
     n_gpus: int = 8,
 ) -> str:
-    """Chapter 9: hit rate against pool size for one trace, and the prefill compute the pool saves.
+    """Chapter ``disaggregated_memory``: hit rate against pool size for one trace, and the prefill
+    compute the pool saves.
 
     ``traces`` maps the ``trace`` control's names to loaded traces; the
     compute saved is priced on ``n_gpus`` x ``acc`` at peak bf16.
@@ -86,7 +87,8 @@ def render_kv_pool(
 
 
 def kv_pool(traces: Mapping[str, cachesim.Trace]) -> Calculator:
-    """Chapter 9's calculator: a model, a KV dtype, one of ``traces``, a pool size and a block size."""
+    """Chapter ``disaggregated_memory``'s calculator: a model, a KV dtype, one of ``traces``, a
+    pool size and a block size."""
     block = traces[next(iter(traces))].block_tokens
     controls = {
         "model_name": _controls.model("llama-3-70b"),

@@ -38,7 +38,7 @@ def render_kv_tiers(
     *,
     distances: cachesim.StackDistances,
 ) -> str:
-    """Chapter 11: per part of a prompt, fetch from its tier or compute; the expected prefill time.
+    """Chapter ``hybrid_strategies``: per part of a prompt, fetch from its tier or compute; the expected prefill time.
 
     The tiers are :func:`helpers.tiers.example_hierarchy` with the chosen
     capacities, the pool's link, and the host tier's bandwidth for the whole
@@ -108,7 +108,8 @@ def render_kv_tiers(
 
 
 def kv_tiers(distances: cachesim.StackDistances, prompt_tokens: int) -> Calculator:
-    """Chapter 11's calculator: the example hierarchy's capacities and links, replayed on ``distances``."""
+    """Chapter ``hybrid_strategies``'s calculator: the example hierarchy's capacities and links,
+    replayed on ``distances``."""
     controls = {
         "model": _controls.model("llama-3-70b"),
         "acc": _controls.accelerator("H100 SXM", description="GPU"),

@@ -1,4 +1,5 @@
-"""Chapter 8's calculator: a co-located decode step with a prompt chunk in it, and the queue before prefill.
+"""Chapter ``latency_targets``'s calculator: a co-located decode step with a prompt chunk in it,
+and the queue before prefill.
 
 Same pattern as the other calculators: :func:`render_latency_targets` draws
 and returns a Markdown summary (and raises ``ValueError``/``KeyError`` naming
@@ -36,7 +37,8 @@ def render_latency_targets(
     tbt_ms: float,
     ttft_s: float,
 ) -> str:
-    """Chapter 8: the step that carries a full chunk ending a prompt, against the chunk size, beside the TBT target.
+    """Chapter ``latency_targets``: the step that carries a full chunk ending a prompt, against the
+    chunk size, beside the TBT target.
 
     The decode batch is the largest whose step meets ``tbt_ms`` at ``context``
     (:func:`helpers.inference.max_batch_under_slo`). Each chunk is costed as the
@@ -144,5 +146,5 @@ def latency_targets_controls() -> dict[str, Any]:
 
 
 def latency_targets() -> Calculator:
-    """Chapter 8's calculator (see :func:`render_latency_targets`)."""
+    """Chapter ``latency_targets``'s calculator (see :func:`render_latency_targets`)."""
     return Calculator(latency_targets_controls(), render_latency_targets)

@@ -1,4 +1,5 @@
-"""Chapter 3's calculator: a square matmul's time, term by term, against its size, beside published measurements.
+"""Chapter ``below_roofline``'s calculator: a square matmul's time, term by term, against its size,
+beside published measurements.
 
 Same pattern as the other calculators: :func:`render_matmul_terms` draws and
 returns a Markdown summary (and raises ``ValueError``/``KeyError`` naming a bad
@@ -57,10 +58,10 @@ TERMS: tuple[str, ...] = (
 
 
 def matmul_terms_s(n: int, acc: str | hardware.Accelerator, dtype: str) -> list[float]:
-    """Seconds of an ``n``-cube ``dtype`` matmul with each term of Chapter 3 added in turn.
+    """Seconds of an ``n``-cube ``dtype`` matmul with each term of Chapter ``below_roofline`` added in turn.
 
     The four values are ``TERMS``: the datasheet roofline of the
-    product with a ``dtype`` result (Chapter 2's); then, with an fp32 result as
+    product with a ``dtype`` result (Chapter ``roofline``'s); then, with an fp32 result as
     the published cuBLAS runs write it, the
     achievable ceilings with tiles, waves and split-K; plus the GPU's floor
     per kernel; plus the library's fixed cost per launch (0 for a GPU with no
@@ -155,7 +156,7 @@ def render_matmul_terms(ax: Axes, acc: str, dtype: str, n: int) -> str:
 
 
 def matmul_terms_controls() -> dict[str, Any]:
-    """The controls with chapter 3's defaults: fp16 on an H100, a 1,024-cube."""
+    """The controls with chapter ``below_roofline``'s defaults: fp16 on an H100, a 1,024-cube."""
     return {
         "acc": _controls.accelerator("H100 SXM", description="GPU"),
         "dtype": _controls.dtype("fp16", options=DTYPES),
@@ -166,5 +167,5 @@ def matmul_terms_controls() -> dict[str, Any]:
 
 
 def matmul_terms() -> Calculator:
-    """Chapter 3's calculator (see :func:`render_matmul_terms`)."""
+    """Chapter ``below_roofline``'s calculator (see :func:`render_matmul_terms`)."""
     return Calculator(matmul_terms_controls(), render_matmul_terms)

@@ -1,4 +1,4 @@
-"""Chapter 12's calculator: what tensor or context parallelism costs a model, against the tokens of the work.
+"""Chapter ``many_gpus``'s calculator: what tensor or context parallelism costs a model, against the tokens of the work.
 
 Same pattern as the other calculators: :func:`render_parallelism` draws
 and returns a Markdown summary (and raises ``ValueError``/``KeyError`` naming
@@ -99,7 +99,8 @@ def render_parallelism(
 
 
 def parallelism_controls() -> dict[str, Any]:
-    """The controls with chapter 12's defaults: Llama-3-70B, TP-8 on H100 over NVLink 4, a 4,096-token prefill."""
+    """The controls with chapter ``many_gpus``'s defaults: Llama-3-70B, TP-8 on H100 over NVLink 4,
+    a 4,096-token prefill."""
     return {
         "strategy": widgets.Dropdown(
             options=list(_STRATEGIES), value=_STRATEGIES[0], description="split"
@@ -133,5 +134,5 @@ def parallelism_controls() -> dict[str, Any]:
 
 
 def parallelism() -> Calculator:
-    """Chapter 12's calculator (see :func:`render_parallelism`)."""
+    """Chapter ``many_gpus``'s calculator (see :func:`render_parallelism`)."""
     return Calculator(parallelism_controls(), render_parallelism)

@@ -24,7 +24,8 @@ __all__ = ["render_resnet50", "resnet50", "resnet50_controls"]
 def render_resnet50(
     ax: Axes, acc: str, dtype: str, batch: int, overhead_us: float
 ) -> str:
-    """Chapter 5's calculator: ResNet-50's layers on a roofline, and its images/s by two models and in print.
+    """Chapter ``convolutions``'s calculator: ResNet-50's layers on a roofline, and its images/s by
+    two models and in print.
 
     Draws :func:`helpers.plots.draw_resnet50` and returns how many layers are
     memory-bound and their share of the roofline time
@@ -86,5 +87,5 @@ def resnet50_controls() -> dict[str, Any]:
 
 
 def resnet50() -> Calculator:
-    """Chapter 5's calculator (:func:`render_resnet50`): a T4 in fp16 at batch 8 by default."""
+    """Chapter ``convolutions``'s calculator (:func:`render_resnet50`): a T4 in fp16 at batch 8 by default."""
     return Calculator(resnet50_controls(), render_resnet50)

@@ -44,7 +44,7 @@ def render_rooflines(
     dtypes: Sequence[str],
     operations: Sequence[str],
 ) -> str:
-    """Chapter 2's calculator: rooflines of ``accelerators`` x ``dtypes``, ``operations`` placed.
+    """Chapter ``roofline``'s calculator: rooflines of ``accelerators`` x ``dtypes``, ``operations`` placed.
 
     Draws :func:`helpers.plots.roofline_plot`, marks the operations (labels
     of :data:`ROOFLINE_OPERATIONS`) on the first device's first roofline with
@@ -154,5 +154,5 @@ def rooflines_controls() -> dict[str, Any]:
 
 
 def rooflines() -> Calculator:
-    """Chapter 2's calculator (:func:`render_rooflines`); default: T4 and H100, fp16, 4 ops."""
+    """Chapter ``roofline``'s calculator (:func:`render_rooflines`); default: T4 and H100, fp16, 4 ops."""
     return Calculator(rooflines_controls(), render_rooflines)

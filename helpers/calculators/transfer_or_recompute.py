@@ -28,7 +28,7 @@ __all__ = [
 
 
 TRANSFER_MAX_TOKENS = 131_072
-"""Longest prefix Chapter 7's calculator draws and searches (tokens)."""
+"""Longest prefix Chapter ``transfer_or_recompute``'s calculator draws and searches (tokens)."""
 
 
 def render_transfer_or_recompute(
@@ -41,7 +41,8 @@ def render_transfer_or_recompute(
     n_links: int,
     tokens: int,
 ) -> str:
-    """Chapter 7: time to recompute a prefix's KV cache against time to fetch it, over prefix lengths.
+    """Chapter ``transfer_or_recompute``: time to recompute a prefix's KV cache against time to
+    fetch it, over prefix lengths.
 
     Recomputation runs in the device's 16-bit dtype (:attr:`helpers.hardware.Accelerator.half_dtype`,
     bf16 where it has it), which is also the cache's dtype.
@@ -136,7 +137,8 @@ def render_transfer_or_recompute(
 
 
 def transfer_or_recompute() -> Calculator:
-    """Chapter 7's calculator: recompute on GPUs at an MFU, or fetch over links, for one prefix."""
+    """Chapter ``transfer_or_recompute``'s calculator: recompute on GPUs at an MFU, or fetch over
+    links, for one prefix."""
     controls = {
         "model": _controls.model("llama-2-7b"),
         "acc": _controls.accelerator("A100 SXM4 80GB", description="GPU"),

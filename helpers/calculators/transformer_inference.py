@@ -25,7 +25,8 @@ __all__ = ["render_transformer_inference", "transformer_inference"]
 def render_transformer_inference(
     ax: Axes, model: str, acc: str, n_gpus: int, batch: int, context: int, dtype: str
 ) -> str:
-    """Chapter 6: decode step time and tokens/s against the batch; prefill, KV cache and the largest batch.
+    """Chapter ``transformer_inference``: decode step time and tokens/s against the batch; prefill,
+    KV cache and the largest batch.
 
     Where the book's dataset has published decode steps of the same model, GPU,
     GPU count and dtype, at a mean context within 2x of ``context``
@@ -134,7 +135,8 @@ def _published_near(
 
 
 def transformer_inference() -> Calculator:
-    """Chapter 6's calculator: a model on ``n_gpus`` accelerators, a batch, a context, a dtype."""
+    """Chapter ``transformer_inference``'s calculator: a model on ``n_gpus`` accelerators, a batch,
+    a context, a dtype."""
     controls = {
         "model": _controls.model("llama-3-8b"),
         "acc": _controls.accelerator("H100 SXM", description="GPU"),

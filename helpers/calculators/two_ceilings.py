@@ -45,7 +45,7 @@ _REGIME_SHADES = {
 def render_two_ceilings(
     ax: Axes, acc: str, dtype: str, op: str, size: float, overhead_us: float
 ) -> str:
-    """Chapter 1's calculator: the compute, memory and overhead terms of ``op`` against its size.
+    """Chapter ``two_ceilings``'s calculator: the compute, memory and overhead terms of ``op`` against its size.
 
     Draws ``F/P``, ``B/W``, the overhead ``t0`` and their total
     (:func:`helpers.ops.op_breakdown`: elementwise ops and sums on the vector
@@ -174,5 +174,5 @@ def two_ceilings_controls() -> dict[str, Any]:
 
 
 def two_ceilings() -> Calculator:
-    """Chapter 1's calculator (:func:`render_two_ceilings`); default: an fp16 ReLU on a T4."""
+    """Chapter ``two_ceilings``'s calculator (:func:`render_two_ceilings`); default: an fp16 ReLU on a T4."""
     return Calculator(two_ceilings_controls(), render_two_ceilings)
