@@ -610,7 +610,7 @@ class ReplayedPrefill:
         """Per request: layer-wise prefetch (:func:`helpers.kvcache.pipelined_time`)."""
         return np.asarray(pipelined_time(self.fetch_s, self.compute_s, self.n_layers))
 
-    def saved_fraction(self, prefetch: bool = False) -> float:
+    def saved_fraction(self, *, prefetch: bool = False) -> float:
         """Share of the trace's no-cache prefill time the cache saves (summed over requests)."""
         total = (self.prefetched_s if prefetch else self.serial_s).sum()
         return float(1.0 - total / self.no_cache_s.sum())
