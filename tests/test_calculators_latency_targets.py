@@ -63,7 +63,7 @@ def test_a_target_below_one_prefill_is_said_not_raised(ax):
 def test_bad_inputs_name_the_parameter(ax):
     """An unknown GPU raises KeyError; a prompt of no tokens names the parameter."""
     values = cl.latency_targets().values()
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="no such GPU"):
         cl.render_latency_targets(ax, **(values | {"acc": "no such GPU"}))
     with pytest.raises(ValueError, match="prompt"):
         cl.render_latency_targets(ax, **(values | {"prompt": 0}))

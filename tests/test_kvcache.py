@@ -364,7 +364,7 @@ def test_bad_input():
         mooncake_prefill_flops("llama-3-70b", 10, coefficients=(4, 22, 1))
     with pytest.raises(ValueError, match="tokens"):
         hidden_size_constant("llama-3-70b", tokens=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="positional argument"):
         transfer_time("llama-2-7b", 10, "cx7", "bf16")  # type: ignore[misc]  # dtype is keyword-only
 
 
