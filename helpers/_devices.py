@@ -157,6 +157,18 @@ class Accelerator:
             )
         return self.vector_peak_flops[key]
 
+    def ridge(self, dtype: str, *, roof: str = "tensor") -> float:
+        """Ridge point (FLOP/byte) in ``dtype``: the ``roof``'s peak over the memory bandwidth.
+
+        ``roof="tensor"``: :meth:`flops`; ``"vector"``: :meth:`vector_flops`. The one home of
+        ``P / B`` (:func:`helpers.roofline.ridge_point` and the catalog's table call it).
+        """
+        if roof == "tensor":
+            return self.flops(dtype) / self.memory_bandwidth
+        if roof == "vector":
+            return self.vector_flops(dtype) / self.memory_bandwidth
+        raise ValueError(f"roof must be 'tensor' or 'vector', got {roof!r}")
+
     def sms(self) -> int:
         """:attr:`sm_count`, or a ``KeyError`` that says why it is missing."""
         if self.sm_count is None:

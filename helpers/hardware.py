@@ -255,9 +255,7 @@ def catalog_markdown() -> str:
             + " |"
         )
         half = acc.half_dtype
-        ridge = (
-            "—" if half is None else f"{acc.flops(half) / acc.memory_bandwidth:,.0f}"
-        )
+        ridge = "—" if half is None else f"{acc.ridge(half):,.0f}"
         memory.append(
             f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} "
             f"| {acc.memory_capacity / GIB:,.3g} | {ridge} | [datasheet]({acc.source}) |"

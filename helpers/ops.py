@@ -161,9 +161,12 @@ def gemm_utilization(
     >>> gemm_utilization(1024, 1024, "T4")
     0.8
     """
-    tiles = gemm_tiles(m, n, tile=tile)
-    sms = get_accelerator(acc).sms()
-    return tiles / (math.ceil(tiles / sms) * sms)
+    return _busy_share(gemm_tiles(m, n, tile=tile), get_accelerator(acc).sms())
+
+
+def _busy_share(blocks: int, sms: int) -> float:
+    """Share of ``ceil(blocks / sms)`` waves of ``sms`` SMs that ``blocks`` blocks keep busy."""
+    return blocks / (math.ceil(blocks / sms) * sms)
 
 
 def tile_efficiency(m: int, n: int, *, tile: tuple[int, int] = DEFAULT_TILE) -> float:
@@ -231,8 +234,7 @@ def gemm_efficiency(
         count = batch * gemm_tiles(m, n, tile=tile)
         split = max(1, min(sms // count, k // min_k_chunk))
         blocks = split * count
-        busy = blocks / (math.ceil(blocks / sms) * sms)
-        best = max(best, busy * tile_efficiency(m, n, tile=tile))
+        best = max(best, _busy_share(blocks, sms) * tile_efficiency(m, n, tile=tile))
     return best
 
 

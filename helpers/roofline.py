@@ -100,8 +100,7 @@ def ridge_point(
     >>> round(ridge_point("H100 SXM", dtype="fp16")), round(ridge_point("H100 SXM", dtype="fp16", roof="vector"))
     (295, 40)
     """
-    device = get_accelerator(acc)
-    return _peak(device, dtype, roof) / device.memory_bandwidth
+    return get_accelerator(acc).ridge(dtype, roof=roof)
 
 
 def _peak(device: Accelerator, dtype: str, roof: Roof) -> float:

@@ -230,12 +230,9 @@ def span_compute_time(
 ) -> float:
     """Seconds to compute tokens ``start .. stop - 1`` of a prompt whose first ``start`` tokens are cached.
 
-    ``prefill_time(stop) - prefill_time(start)``: the FLOP of two
-    prefills differ by exactly the work of the span (its tokens' weight
-    matmuls and causal attention over ``stop (stop + 1) / 2 - start (start + 1) / 2``
-    query-key pairs), so while prefill is compute-bound, which it is for all
-    but the shortest prompts, the difference of the times is the span's time.
-    ``start = 0`` gives :func:`helpers.inference.prefill_time`.
+    :func:`helpers.inference.suffix_prefill_time` (which says why the difference of two prefill
+    times is the span's time) with no tensor-parallel collective (``link=None``): a tier's
+    chunk is priced as compute alone.
     """
     return suffix_prefill_time(
         model, start, stop, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=None
