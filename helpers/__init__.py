@@ -75,9 +75,11 @@ terms return :class:`helpers.roofline.TimeBreakdown`. "Never" is ``math.inf``
 for a batch or a token count (a crossing that is never reached), ``None`` for
 an interval that does not exist, and 0 for a batch that does not fit.
 
-Adding a GPU is one entry in ``hardware._ACCELERATORS`` (its ``torch_names``
-let the labs recognise it); adding a model is one entry in ``llm._MODELS``.
-Every table, dropdown and chapter enumerates those catalogs.
+Adding a GPU is one entry in ``helpers/_accelerators.py`` (its ``torch_names``
+let the labs recognise it); adding a model is one entry in the model catalog
+(``helpers/_models.py``). Every table, dropdown and chapter enumerates those
+catalogs; CONTRIBUTING.md has the recipes and names the test that catches a step
+left out. A name that moved is one line of ``helpers._moved.MOVED``.
 
 ``import helpers`` does not import torch, so the chapters also run in the browser.
 """
