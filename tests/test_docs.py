@@ -80,3 +80,23 @@ def test_the_citation_pattern_reads_lists_and_ranges():
     assert _cited(text) == ["a", "b", "c", "d", "e", "f"]
     assert BY_NUMBER.search("see Chapter 7") and BY_NUMBER.search("(ch. 9)")
     assert not BY_NUMBER.search("chapter ``transfer_or_recompute``")
+
+
+def test_the_rewriting_tool_cites_by_slug_and_leaves_printed_text(tmp_path):
+    """``tools/cite_by_slug.py`` turns numbers into slugs in docstrings and comments only."""
+    from tools.cite_by_slug import cite, rewrite, slugs_by_number
+
+    slugs = slugs_by_number((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    assert slugs[7] == "transfer_or_recompute"
+    assert cite("Chapters 6-8 and ch. 9", slugs) == (
+        "Chapters ``transformer_inference`` to ``latency_targets`` and chapter "
+        "``disaggregated_memory``"
+    )
+    source = tmp_path / "m.py"
+    source.write_text(
+        '"""Chapter 7\'s rule."""\n\nx = "see Chapter 7"  # Chapter 3 explains\n'
+    )
+    assert rewrite(source, slugs) == (
+        '"""Chapter ``transfer_or_recompute``\'s rule."""\n\n'
+        'x = "see Chapter 7"  # Chapter ``below_roofline`` explains\n'
+    )
