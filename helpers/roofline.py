@@ -126,7 +126,7 @@ def attainable_flops(
 
 def breakdown(
     flops: float,
-    bytes: float,
+    nbytes: float,
     acc: str | Accelerator,
     *,
     dtype: str = "fp16",
@@ -136,13 +136,13 @@ def breakdown(
     roof: Roof = "tensor",
     overlap: float = 0.0,
 ) -> TimeBreakdown:
-    """Split the time of ``flops`` FLOP and ``bytes`` bytes on ``acc`` into its terms.
+    """Split the time of ``flops`` FLOP and ``nbytes`` bytes on ``acc`` into its terms.
 
     Parameters
     ----------
     flops : float
         Floating-point operations (one multiply-accumulate = 2 FLOP).
-    bytes : float
+    nbytes : float
         Bytes read from and written to memory.
     acc : str or Accelerator
         The device (name or object).
@@ -172,8 +172,8 @@ def breakdown(
     """
     device = get_accelerator(acc)
     flops = _args.non_negative("flops", flops)
-    bytes_ = _args.non_negative("bytes", bytes)
-    if flops == 0 and bytes_ == 0:
+    nbytes = _args.non_negative("nbytes", nbytes)
+    if flops == 0 and nbytes == 0:
         raise ValueError("flops and bytes must not both be 0")
     overhead = _args.non_negative("overhead", overhead)
     n_gpus = _args.positive_int("n_gpus", n_gpus)
@@ -183,7 +183,7 @@ def breakdown(
         raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
     peak = _peak(device, dtype, roof)
     compute = flops / (n_gpus * mfu * peak)
-    memory = bytes_ / (n_gpus * device.memory_bandwidth)
+    memory = nbytes / (n_gpus * device.memory_bandwidth)
     if overhead > max(compute, memory):
         which: Bound = "overhead"
     else:
