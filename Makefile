@@ -181,7 +181,7 @@ student-check: setup axe
 # Both editions' checks in one run: a student page that is the book's page bar its title is judged
 # on the book page's one load (tests/browser/page_visit.py), so each document is loaded once.
 site-check: setup axe
-	$(BIN)/python -m pytest tests/browser tests/test_student_edition.py -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/browser tests/test_student_edition.py tests/test_exercise_index.py -q -p no:cacheprovider
 
 test-browser: test-book $(CHROMIUM)
 	$(MAKE) --no-print-directory browser-check
@@ -242,23 +242,26 @@ check: setup
 	&& $(BIN)/python -m pytest $(FAST_TESTS) -x; rc=$$?; \
 	echo "== make check: $$(( $$(date +%s) - t0 )) s, exit $$rc"; exit $$rc
 
-# `make test`: set-up and the system packages first, then every check as a pool of stages
-# on two job slots (one per core of a small CI runner). Each stage is a target below whose
-# prerequisites are only what it reads (the student edition starts from the book's doctrees, the
-# browser checks read both editions); make starts the next ready stage whenever a slot frees, in
-# the order listed, so the pool balances itself: lint and the unit tests (first, so a broken
-# formula is reported within a couple of minutes) and strict nbval fill the second slot while the
-# book is built, then the labs, PDFs and assignments run beside the browser checks. The critical path is
-# book -> student -> site-check; everything else fits beside it. Every stage prints its wall time,
-# and the pool prints its own ("== make test-chains"), the figure to hold under 10 minutes.
+# `make test`: set-up and the system packages first, then every check in two chains side by side
+# under -j2, one per core of a small CI runner. Each stage is a target whose prerequisites are the
+# stage before it in its chain, so the order is fixed (make's own choice among ready targets would
+# let a long stage jump ahead of the student edition on the critical path):
+#   site:    the book, the student edition (from the book's doctrees), both editions' browser and
+#            accessibility checks (one page load per document) -- the critical path, nothing else
+#   checks:  lint and the unit tests and doctests first (a broken formula is reported within a
+#            couple of minutes, not after two book builds), strict nbval on the chapters and the
+#            appendix, the labs (nbval-lax), both PDFs and their checks, the otter assignments
+# The browser stage alone is 6 to 10 minutes on two cores, so everything that does not read the
+# built site runs in the second chain. Every stage prints its wall time, and the two chains
+# together print theirs ("== make test-chains"), the figure to hold under 10 minutes.
 # The labs run beside other work: on a CPU their timing checks use the thread's CPU time
 # (helpers.bench.time_fn), which another process's load does not inflate.
 STAGE = @t0=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
 	echo "== make $(1): $$(( $$(date +%s) - t0 )) s, exit $$rc"; exit $$rc
 
-STAGES := stage-lint stage-book stage-test-unit stage-test-chapters stage-student stage-site-check \
-	stage-test-labs stage-test-pdf stage-test-assignments
-.PHONY: check $(STAGES)
+SITE_CHAIN := stage-book stage-student stage-site-check
+CHECK_CHAIN := stage-lint stage-test-unit stage-test-chapters stage-test-labs stage-test-pdf stage-test-assignments
+.PHONY: check $(SITE_CHAIN) $(CHECK_CHAIN)
 
 test:
 	$(call STAGE,setup)
@@ -266,29 +269,25 @@ test:
 	$(call STAGE,test-chains)
 
 test-chains: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(STAGES)
+	$(MAKE) --no-print-directory -j2 --output-sync=target stage-site-check stage-test-assignments
 
-stage-lint stage-test-unit stage-book stage-test-chapters stage-test-labs stage-test-pdf stage-test-assignments:
+# Each stage after the one before it in its chain.
+stage-student: stage-book
+stage-site-check: stage-student
+stage-test-unit: stage-lint
+stage-test-chapters: stage-test-unit
+stage-test-labs: stage-test-chapters
+stage-test-pdf: stage-test-labs
+stage-test-assignments: stage-test-pdf
+$(SITE_CHAIN) $(CHECK_CHAIN):
 	$(call STAGE,$(@:stage-%=%))
 
-stage-student: stage-book
-	$(call STAGE,student)
-
-stage-site-check: stage-book stage-student
-	$(call STAGE,site-check)
-
-# The two halves, each alone (CI's jobs, or a look at one side).
-test-measure: setup
-	$(call STAGE,test-labs)
-	$(call STAGE,test-pdf)
-	$(call STAGE,test-assignments)
-
+# The two chains, each alone (a look at one side).
 test-site: setup
-	$(call STAGE,test-unit)
-	$(call STAGE,book)
-	$(call STAGE,student)
-	$(call STAGE,site-check)
-	$(call STAGE,test-chapters)
+	$(MAKE) --no-print-directory stage-site-check
+
+test-measure: setup
+	$(MAKE) --no-print-directory stage-test-assignments
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
 # lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU

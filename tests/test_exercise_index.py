@@ -73,6 +73,7 @@ def test_unresolved_cross_page_link_keeps_its_words_without_the_node():
     )
 
 
+@pytest.mark.built  # never beside a build of the book: run by make's site-check stage
 @pytest.mark.skipif(not INDEX_HTML.exists(), reason="book not built (make book)")
 def test_built_index_has_no_dead_same_page_anchor():
     """Every "#anchor" link on the built index page names an id on that page (R4)."""
