@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import _validate
-from .hardware import Accelerator, dtype_bytes, get_accelerator
+from .hardware import dtype_bytes
 from .ops import Cost, elementwise_cost, linear_cost, resnet50_layers
-from .roofline import breakdown
+from .roofline import Accelerator, breakdown
 
 
 @dataclass(frozen=True)
@@ -197,12 +197,11 @@ def kernel_seconds(
     convolutions, which adds it). Pass :func:`helpers.achievable.achievable_device`
     for the ceilings published measurements reach.
     """
-    device = get_accelerator(acc)
     return [
         breakdown(
             k.cost.flops,
             k.cost.bytes,
-            device,
+            acc,
             dtype=dtype,
             roof="tensor" if k.matrix else "vector",
         ).seconds
