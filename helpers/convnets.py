@@ -312,6 +312,21 @@ def resnet50_stream_time(
     return dispatch.stream_time(gpu, dispatch_s, kernel_floor_s=kernel_floor_s)
 
 
+def input_bytes(batch: int, *, dtype: str = "fp32", image_size: int = 224) -> float:
+    """Bytes of one step's input images: ``batch x 3 x image_size^2`` values of ``dtype``.
+
+    What a benchmark that copies its input to the GPU every step moves over
+    the host link (:func:`helpers.hardware.host_link`) before the first
+    kernel can start.
+
+    >>> input_bytes(64) / 1e6
+    38.535168
+    """
+    batch = _args.positive_int("batch", batch)
+    image_size = _args.positive_int("image_size", image_size)
+    return float(batch * 3 * image_size**2 * dtype_bytes(dtype))
+
+
 def resnet50_published(
     acc: str | Accelerator,
     *,

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from . import _args
 from .hardware import dtype_bytes
-from .ops import Cost, elementwise_cost, resnet50_layers
+from .ops import Cost, elementwise_cost, linear_cost, resnet50_layers
+from .roofline import Accelerator, breakdown
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,64 @@ def bytes_saved(batch: int, *, dtype: str = "fp16", image_size: int = 224) -> fl
     eager = resnet50_kernels(batch, dtype=dtype, fused=False, image_size=image_size)
     fused = resnet50_kernels(batch, dtype=dtype, fused=True, image_size=image_size)
     return sum(k.cost.bytes for k in eager) - sum(k.cost.bytes for k in fused)
+
+
+def linear_stack_kernels(
+    batch: int,
+    width: int,
+    *,
+    layers: int = 40,
+    dtype: str = "fp16",
+    fused: bool = False,
+) -> list[Kernel]:
+    """A stack of ``layers`` square ``width``-wide linear layers, each followed by a ReLU, as kernels.
+
+    Unfused (eager PyTorch): per layer one matmul kernel (bias in its
+    epilogue, as ``addmm`` does; :func:`helpers.ops.linear_cost`) and one ReLU
+    kernel that reads the ``batch x width`` output and writes it back
+    (:func:`helpers.ops.elementwise_cost`): ``2 * layers`` kernels. Fused:
+    the ReLU runs in the matmul's epilogue on data still on chip, so each
+    layer is one kernel with the matmul's bytes and ``batch * width`` more
+    FLOP: ``layers`` kernels. Units: FLOP, bytes.
+
+    Examples
+    --------
+    >>> len(linear_stack_kernels(1, 1024)), len(linear_stack_kernels(1, 1024, fused=True))
+    (80, 40)
+    """
+    batch = _args.positive_int("batch", batch)
+    width = _args.positive_int("width", width)
+    layers = _args.positive_int("layers", layers)
+    _args.boolean("fused", fused)
+    matmul = linear_cost(batch, width, width, dtype=dtype)
+    relu = elementwise_cost(batch * width, dtype=dtype)
+    kernels: list[Kernel] = []
+    for i in range(layers):
+        if fused:
+            kernels.append(Kernel(f"linear{i}", "fc", matmul + Cost(relu.flops, 0.0)))
+        else:
+            kernels.append(Kernel(f"linear{i}", "fc", matmul))
+            kernels.append(Kernel(f"relu{i}", "relu", relu))
+    return kernels
+
+
+def kernel_seconds(
+    kernels: list[Kernel], acc: str | Accelerator, *, dtype: str = "fp16"
+) -> list[float]:
+    """Roofline seconds of each kernel on ``acc``: GEMMs on the tensor roof, the rest on the vector roof.
+
+    No tile or wave quantization (use
+    :func:`helpers.convnets.resnet50_kernel_seconds` for ResNet-50's
+    convolutions, which adds it). Pass :func:`helpers.achievable.achievable_device`
+    for the ceilings published measurements reach.
+    """
+    return [
+        breakdown(
+            k.cost.flops,
+            k.cost.bytes,
+            acc,
+            dtype=dtype,
+            roof="tensor" if k.matrix else "vector",
+        ).seconds
+        for k in kernels
+    ]

@@ -310,3 +310,10 @@ def test_calculator_says_when_a_setting_has_no_published_run_or_no_second_order(
     plt.close(fig)
     assert "| second-order (measured fractions) | not modelled: " in text
     assert "| published: NVIDIA | no run at this setting |" in text
+
+
+def test_input_bytes_by_hand_and_bad_input():
+    assert convnets.input_bytes(64) == 64 * 3 * 224 * 224 * 4
+    assert convnets.input_bytes(2, dtype="fp16", image_size=32) == 2 * 3 * 32 * 32 * 2
+    with pytest.raises(ValueError, match="batch"):
+        convnets.input_bytes(0)

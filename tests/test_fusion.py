@@ -143,3 +143,61 @@ def test_bytes_saved_bad_input():
         fusion.bytes_saved(0)
     with pytest.raises((ValueError, KeyError), match="dtype"):
         fusion.bytes_saved(1, dtype="fp7")
+
+
+def test_linear_stack_kernel_counts_and_bytes_by_hand():
+    eager = fusion.linear_stack_kernels(8192, 1024, layers=40)
+    fused = fusion.linear_stack_kernels(8192, 1024, layers=40, fused=True)
+    assert (len(eager), len(fused)) == (80, 40)
+    relu_bytes = 2 * 2 * 8192 * 1024  # fp16, read and written once
+    matmul_bytes = 2 * (1024 * 1024 + 8192 * 2 * 1024)
+    assert sum(k.cost.bytes for k in eager) == 40 * (matmul_bytes + relu_bytes)
+    assert sum(k.cost.bytes for k in fused) == 40 * matmul_bytes
+    # fusing moves the ReLU's FLOP into the matmul, it does not drop them
+    assert sum(k.cost.flops for k in eager) == sum(k.cost.flops for k in fused)
+
+
+def test_kernel_seconds_puts_relus_on_the_vector_roof():
+    from helpers import hardware
+
+    kernels = fusion.linear_stack_kernels(1, 1024, layers=1)
+    matmul_s, relu_s = fusion.kernel_seconds(kernels, "H100")
+    h100 = hardware.get_accelerator("H100")
+    relu = kernels[1].cost
+    assert relu_s == pytest.approx(
+        max(relu.flops / h100.vector_flops("fp16"), relu.bytes / h100.memory_bandwidth)
+    )
+    matmul = kernels[0].cost
+    assert matmul_s == pytest.approx(
+        max(matmul.flops / h100.flops("fp16"), matmul.bytes / h100.memory_bandwidth)
+    )
+
+
+def test_fusion_halves_an_overhead_bound_stack_and_saves_bytes_on_a_busy_one():
+    from helpers import achievable, dispatch
+
+    h100 = achievable.achievable_device("H100", "fp16")
+
+    def stream(batch, fused):
+        g = fusion.kernel_seconds(
+            fusion.linear_stack_kernels(batch, 1024, fused=fused), h100
+        )
+        return dispatch.stream_time(g, 5e-6, kernel_floor_s=dispatch.kernel_floor(h100))
+
+    assert stream(1, True) / stream(1, False) == pytest.approx(0.5, rel=0.02)
+    saved = stream(8192, False) - stream(8192, True)
+    relu_bytes = 40 * 2 * 2 * 8192 * 1024
+    assert saved > relu_bytes / h100.memory_bandwidth
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(batch=0, width=8), "batch"),
+        (dict(batch=1, width=0), "width"),
+        (dict(batch=1, width=8, layers=0), "layers"),
+    ],
+)
+def test_linear_stack_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        fusion.linear_stack_kernels(**kwargs)
