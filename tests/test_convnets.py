@@ -290,7 +290,7 @@ def test_calculator_shows_first_order_second_order_and_published_rows():
         for line in text.splitlines()
         if line.startswith("| ") and not line.startswith("| model")
     }
-    first = float(rows["first-order: datasheet peaks, t0 per layer"].replace(",", ""))
+    first = float(rows["first-order + t0 per layer: datasheet peaks"].replace(",", ""))
     second = float(
         rows["second-order: measured fractions, eager kernels"].replace(",", "")
     )

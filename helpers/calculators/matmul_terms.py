@@ -7,7 +7,7 @@ input), :func:`matmul_terms` wires it to ipywidgets controls. Every number comes
 from the model modules: the roofline (:func:`helpers.roofline.roofline_time`),
 the achievable ceilings (:func:`helpers.achievable.achievable_device`), tiles,
 waves and split-K (:func:`helpers.ops.gemm_time`), the GPU's floor per kernel
-(:func:`helpers.dispatch.kernel_floor`) and the library's fixed cost per launch
+(:func:`helpers.dispatch.kernel_floor`) and a fixed cost per call in the published benchmark
 fitted once per GPU on a point of another series
 (:func:`helpers.validation.calibrated_constant`); the published points are
 :func:`helpers.published.load`'s square GEMMs of that GPU and precision.
@@ -53,7 +53,7 @@ TERMS: tuple[str, ...] = (
     "roofline",
     "+ achievable peaks, tiles",
     "+ GPU floor",
-    "+ library's fixed cost",
+    "+ fixed cost per call",
 )
 
 
@@ -64,7 +64,7 @@ def matmul_terms_s(n: int, acc: str | hardware.Accelerator, dtype: str) -> list[
     product with a ``dtype`` result (Chapter ``roofline``'s); then, with an fp32 result as
     the published cuBLAS runs write it, the
     achievable ceilings with tiles, waves and split-K; plus the GPU's floor
-    per kernel; plus the library's fixed cost per launch (0 for a GPU with no
+    per kernel; plus a fixed cost per call in the published benchmark (0 for a GPU with no
     published GEMM to fix it on). Raises ``KeyError`` for a device without
     ``dtype`` or without a published SM count.
 
@@ -151,7 +151,7 @@ def render_matmul_terms(ax: Axes, acc: str, dtype: str, n: int) -> str:
             "\n\nNo published square GEMM of this GPU and precision to compare with."
         )
     if validation.calibrated_constant("gemm", device.name) == 0.0:
-        text += "\n\nThe library's fixed cost is 0 here: no published GEMM of this GPU fixes it."
+        text += "\n\nThe fixed cost per call is 0 here: no published GEMM of this GPU fixes it."
     return text
 
 

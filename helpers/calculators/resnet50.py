@@ -46,7 +46,7 @@ def render_resnet50(
     share = convnets.memory_time_share(batch, device, dtype=dtype)
     memory = sum(r.bound == "memory" for r in rows)
     of_peak = sum(r.flops for r in rows) / total / device.flops(dtype)
-    table = [["first-order: datasheet peaks, t0 per layer", f"{batch / total:,.0f}"]]
+    table = [["first-order + t0 per layer: datasheet peaks", f"{batch / total:,.0f}"]]
     try:
         second = validation.predict_workload(
             "resnet50", device.name, batch=batch, precision=dtype
