@@ -135,10 +135,10 @@ class Comparison:
 
     def markdown(
         self,
+        *,
         scale: float = 1.0,
         scaled_unit: str | None = None,
         digits: int = 3,
-        *,
         label: str = "case",
     ) -> str:
         """The comparison as a Markdown table: label, predicted, measured, relative error.
@@ -308,7 +308,7 @@ def measure_sweep(
 
     ``measure`` is any measurement of one sweep value, typically a
     :mod:`helpers.bench` function (``lambda n: bench.measure_matmul_flops("fp16", n=n)``,
-    ``lambda nbytes: bench.measure_memory_bandwidth(nbytes)``), whose result
+    ``lambda nbytes: bench.measure_memory_bandwidth(nbytes=nbytes)``), whose result
     (a :class:`helpers.bench.Measurement`) keeps the rate, the work and the
     timing. Values are meant in increasing size: a
     ``torch.cuda.OutOfMemoryError`` frees the cache and ends the sweep, the
@@ -420,7 +420,7 @@ def batch_sweep_sizes(on_gpu: bool) -> BatchSweepSizes:
     return BatchSweepSizes("fp32", tuple(2**i for i in range(10)), 64, 8192, 2048, 8192)
 
 
-def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
+def make_linear(d_in: int, d_out: int, dtype: str, *, dev: Any = None) -> Any:
     """A ``torch.nn.Linear(d_in, d_out, bias=False)`` in ``dtype`` on ``dev``, random weights, no gradients.
 
     No bias, so its cost is exactly :func:`helpers.ops.linear_cost`.
@@ -438,7 +438,7 @@ def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
     return layer.requires_grad_(False)
 
 
-def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
+def make_mlp(d_model: int, d_ff: int, dtype: str, *, dev: Any = None) -> Any:
     """An MLP ``Linear(d_model, d_ff) -> ReLU -> Linear(d_ff, d_model)``, no biases, no gradients.
 
     Three framework calls per step (two matmuls and an in-place ReLU); its
@@ -447,15 +447,15 @@ def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
     """
     import torch
 
-    up = make_linear(d_model, d_ff, dtype, dev)
-    down = make_linear(d_ff, d_model, dtype, dev)
+    up = make_linear(d_model, d_ff, dtype, dev=dev)
+    down = make_linear(d_ff, d_model, dtype, dev=dev)
     return torch.nn.Sequential(up, torch.nn.ReLU(inplace=True), down).requires_grad_(
         False
     )
 
 
 def batch_caller(
-    module: Any, d_in: int, dtype: str, dev: Any = None
+    module: Any, d_in: int, dtype: str, *, dev: Any = None
 ) -> Callable[[int], Callable[[], Any]]:
     """For :func:`timed_sweep`: ``batch -> (lambda: module(x))`` with a random ``x`` of ``batch x d_in``."""
     import torch
@@ -478,6 +478,7 @@ def batch_caller(
 
 
 def measured_ceilings(
+    *,
     dtypes: Sequence[str] | None = None,
     dev: Any = None,
     tries: int = 3,
@@ -495,7 +496,7 @@ def measured_ceilings(
     tries = _validate.positive_int("tries", tries)
     runs = [
         bench.measured_accelerator(
-            None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
+            dtypes=None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
         )
         for _ in range(tries)
     ]
@@ -515,6 +516,7 @@ def timed_sweep_past_knee(
     values: Sequence[int],
     make_call: Callable[[Any], Callable[[], Any]],
     max_value: int,
+    *,
     fraction: float = 0.9,
     **kwargs: Any,
 ) -> TimedSweep:
@@ -569,7 +571,7 @@ gets the largest value."""
 
 
 def rate_bounds(
-    device_name: str, dtype: str, threads: int = 1, slack: float = 1.05
+    device_name: str, dtype: str, *, threads: int = 1, slack: float = 1.05
 ) -> tuple[float, float]:
     """Upper bounds ``(FLOP/s, bytes/s)`` that no honest measurement on the named device can exceed.
 
@@ -626,7 +628,7 @@ class SweepPlan:
     budget_s: float
     calls: int
 
-    def describe(self, what: str, unit: str = "FLOP/s") -> str:
+    def describe(self, what: str, *, unit: str = "FLOP/s") -> str:
         """One sentence for the lab's output: the probed rate, what is swept, what is skipped and why."""
         from .formatting import format_si
 

@@ -4,7 +4,7 @@ The source text tells readers to profile. A profile of a real network lists
 many more kernels than its matrix layers: batch norms, activations, adds and
 copies, each a pass over memory (:mod:`helpers.fusion`). Each GPU kernel is
 sorted into ``"matrix"`` (GEMM or convolution, tensor cores), ``"elementwise"``
-(vector units, memory-bound) or ``"other"``.
+(vector units, memory-bound), ``"layout"`` (cuDNN's layout passes) or ``"other"``.
 
 **From the op that launched it first.** Kernel names are the libraries'
 own and change with every GPU generation and library version: a Turing
@@ -59,14 +59,23 @@ cuBLAS, cuDNN, CUTLASS, oneDNN and aten spellings: Turing's ``s1688``/``h1688``
 and Volta's ``s884`` tensor-core tiles, Ampere's ``16816``, cuDNN's ``fprop``,
 ``winograd`` and ``implicit`` (implicit GEMM), Hopper's ``nvjet`` cuBLAS kernels.
 """
+LAYOUT_PATTERNS = (
+    "nchwtonhwc",
+    "nhwctonchw",
+    "tensortransform",
+    "computeoffsets",
+)
+"""Substrings of cuDNN's layout and offset helper kernels: a memory pass each, classed ``"layout"``.
+
+Checked before everything else, even before the launching operator: they run
+under ``aten::cudnn_convolution`` but do no matrix work (L4-12).
+"""
 FIRST_ELEMENTWISE_PATTERNS = (
     "batch_norm",
     "bn_fw",
     "bn_bw",
-    "nchwtonhwc",
-    "nhwctonchw",
 )
-"""Checked before :data:`MATRIX_PATTERNS`: cuDNN's batch-norm and layout kernels have "cudnn" in their names."""
+"""Checked before :data:`MATRIX_PATTERNS`: cuDNN's batch-norm kernels have "cudnn" in their names."""
 ELEMENTWISE_PATTERNS = (
     "relu",
     "add",
@@ -103,7 +112,7 @@ _OP_KINDS = (
 
 
 def kernel_kind(name: str) -> str:
-    """``"matrix"``, ``"elementwise"`` or ``"other"`` from a kernel's or operator's name alone.
+    """``"matrix"``, ``"elementwise"``, ``"layout"`` or ``"other"`` from a kernel's or operator's name alone.
 
     Batch-norm and layout kernels first (cuDNN names them ``cudnn::bn_fw_…``),
     then the matrix patterns (so a cuDNN convolution whose name mentions its
@@ -118,6 +127,8 @@ def kernel_kind(name: str) -> str:
     'matrix'
     """
     key = _validate.name("name", name)
+    if any(p in key for p in LAYOUT_PATTERNS):
+        return "layout"
     if any(p in key for p in FIRST_ELEMENTWISE_PATTERNS):
         return "elementwise"
     if any(p in key for p in MATRIX_PATTERNS):
@@ -163,11 +174,16 @@ class LaunchedKernel:
 def kernel_class(name: str, *, ops: Sequence[str] = ()) -> str:
     """The kind of a kernel: from the innermost launching operator whose kind is known, else from its name.
 
+    A cuDNN layout or offset kernel (:data:`LAYOUT_PATTERNS`) is ``"layout"``
+    whatever launched it: a memory pass, not matrix work.
+
     >>> kernel_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", ops=("aten::mm", "aten::matmul"))
     'matrix'
     >>> kernel_class("void cudnn::engines_precompiled::nchwToNhwcKernel", ops=("aten::cudnn_convolution",))
-    'matrix'
+    'layout'
     """
+    if any(p in _validate.name("name", name) for p in LAYOUT_PATTERNS):
+        return "layout"
     for op in ops:
         kind = op_kind(op)
         if kind is not None:
@@ -234,3 +250,307 @@ def summarize(
         count, total = out.get(kind, (0, 0.0))
         out[kind] = (count + 1, total + seconds)
     return out
+
+
+# --- a profiler trace as a timeline ------------------------------------------------
+
+TRACE_CPU_CATEGORIES = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")
+"""Chrome-trace categories drawn in the CPU lane: operators, ``record_function`` ranges, launch calls."""
+TRACE_GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+"""Chrome-trace categories drawn in the GPU lane: kernels, copies and memsets."""
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One complete event of a profiler trace, placed on a timeline.
+
+    Attributes
+    ----------
+    name : str
+        The operator's, launch call's or kernel's name.
+    lane : str
+        ``"cpu"`` (operators and launch calls, on the host) or ``"gpu"`` (kernels).
+    start : float
+        Seconds from the first event of the trace.
+    seconds : float
+        Duration in seconds.
+    depth : int
+        Nesting depth in its lane (0 = a top-level operator; its callees 1, 2, ...).
+    kind : str
+        ``"matrix"``, ``"elementwise"``, ``"layout"``, ``"launch"`` or ``"other"``.
+    """
+
+    name: str
+    lane: str
+    start: float
+    seconds: float
+    depth: int
+    kind: str
+
+
+def load_trace(trace: Any) -> dict:
+    """A Chrome trace as a dict: from a path (``prof.export_chrome_trace(path)``'s file) or a dict."""
+    import json
+    from pathlib import Path
+
+    if isinstance(trace, dict):
+        data = trace
+    elif isinstance(trace, (str, Path)):
+        data = json.loads(Path(trace).read_text(encoding="utf-8"))
+    else:
+        raise TypeError(f"trace must be a path or a dict, got {type(trace).__name__}")
+    if not isinstance(data.get("traceEvents"), list):
+        raise KeyError("trace has no 'traceEvents' list (not a Chrome trace)")
+    return data
+
+
+def _event_kind(name: str, category: str) -> str:
+    if category in ("cuda_runtime", "cuda_driver"):
+        return "launch"
+    if category == "user_annotation":
+        return "other"
+    return kernel_kind(name)
+
+
+def timeline(trace: Any) -> list[TraceEvent]:
+    """The complete events of a ``torch.profiler`` Chrome trace, CPU lane above GPU lane, in time order.
+
+    ``trace`` is a path to the JSON that ``prof.export_chrome_trace`` wrote, or
+    its parsed dict. Operators (``cpu_op``), ``record_function`` ranges and the
+    CUDA runtime's launch calls go to the ``"cpu"`` lane, with a nesting depth
+    computed from their intervals per thread; kernels, copies and memsets to
+    the ``"gpu"`` lane. Times are in seconds from the first kept event (the
+    trace's microseconds / 1e6). Each event is classified by name
+    (:func:`kernel_kind`; launch calls are ``"launch"``).
+    """
+    data = load_trace(trace)
+    raw = [
+        e
+        for e in data["traceEvents"]
+        if e.get("ph") == "X"
+        and e.get("cat") in TRACE_CPU_CATEGORIES + TRACE_GPU_CATEGORIES
+        and "ts" in e
+    ]
+    if not raw:
+        return []
+    t0 = min(float(e["ts"]) for e in raw)
+    out: list[TraceEvent] = []
+    open_until: dict[
+        Any, list[float]
+    ] = {}  # per (lane, thread): ends of the enclosing events
+    for e in sorted(raw, key=lambda e: (float(e["ts"]), -float(e.get("dur", 0)))):
+        lane = "gpu" if e["cat"] in TRACE_GPU_CATEGORIES else "cpu"
+        start, dur = float(e["ts"]), float(e.get("dur", 0))
+        stack = open_until.setdefault((lane, e.get("tid")), [])
+        while stack and stack[-1] <= start:
+            stack.pop()
+        depth = len(stack) if lane == "cpu" else 0
+        if lane == "cpu":
+            stack.append(start + dur)
+        out.append(
+            TraceEvent(
+                str(e.get("name", "")),
+                lane,
+                (start - t0) / 1e6,
+                dur / 1e6,
+                depth,
+                _event_kind(str(e.get("name", "")) or "?", e["cat"]),
+            )
+        )
+    return out
+
+
+def trim_trace(trace: Any, *, annotation: str | None = None) -> dict:
+    """A small Chrome trace: only the complete CPU and GPU events (no ``args``, no metadata).
+
+    With ``annotation`` (a ``record_function`` name, e.g. ``"step"``) only the
+    events inside that range's first occurrence are kept, GPU kernels included
+    when they start inside it. What the book commits as data (a trace of a
+    whole profile runs to megabytes).
+    """
+    data = load_trace(trace)
+    keep = [
+        {k: e[k] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid") if k in e}
+        for e in data["traceEvents"]
+        if e.get("ph") == "X"
+        and e.get("cat") in TRACE_CPU_CATEGORIES + TRACE_GPU_CATEGORIES
+    ]
+    if annotation is not None:
+        ranges = [
+            e
+            for e in keep
+            if e["cat"] == "user_annotation" and e.get("name") == annotation
+        ]
+        if not ranges:
+            raise KeyError(f"annotation {annotation!r} is not in the trace")
+        lo = float(ranges[0]["ts"])
+        hi = lo + float(ranges[0].get("dur", 0))
+        keep = [e for e in keep if lo <= float(e["ts"]) <= hi]
+    return {"traceEvents": keep, "displayTimeUnit": "us"}
+
+
+def record_trace(
+    fn: Any, path: Any, *, warmup: int = 2, annotation: str = "step"
+) -> dict:
+    """Profile one call of ``fn()`` with ``torch.profiler`` and write its trimmed Chrome trace to ``path``.
+
+    ``warmup`` untimed calls first (cuDNN's autotune, allocator growth), then
+    one call inside ``record_function(annotation)``, with CUDA activity when a
+    GPU is present (synchronized before the profile closes). Returns the
+    trimmed trace (:func:`trim_trace`), which :func:`timeline` reads.
+    """
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    warmup = _validate.non_negative_int("warmup", warmup)
+    for _ in range(warmup):
+        fn()
+    on_gpu = torch.cuda.is_available()
+    if on_gpu:
+        torch.cuda.synchronize()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        with record_function(annotation):
+            fn()
+            if on_gpu:
+                torch.cuda.synchronize()
+    handle, raw = tempfile.mkstemp(suffix=".json")
+    os.close(handle)
+    try:
+        prof.export_chrome_trace(raw)
+        trimmed = trim_trace(raw, annotation=annotation)
+    finally:
+        os.unlink(raw)
+    Path(path).write_text(json.dumps(trimmed, separators=(",", ":")), encoding="utf-8")
+    return trimmed
+
+
+_KIND_HATCH = {
+    "matrix": ("#4477aa", ""),
+    "elementwise": ("#ee7733", "//"),
+    "layout": ("#aa3377", "xx"),
+    "launch": ("#bbbbbb", ".."),
+    "other": ("#dddddd", ""),
+}
+
+
+def plot_timeline(
+    events: Sequence[TraceEvent],
+    *,
+    ax: Any = None,
+    title: str = "",
+    max_depth: int = 3,
+    label_min: float = 0.06,
+) -> Any:
+    """Draw a timeline: CPU operators (by nesting depth) above, GPU kernels below; returns the axes.
+
+    Each bar's colour and hatching say its kind (matrix, elementwise, layout,
+    launch, other), so it reads without colour; bars wider than ``label_min``
+    of the span carry their operator's name. A trace without GPU events is
+    drawn as CPU operators only, and the GPU row says so.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    if not events:
+        raise ValueError("events must hold at least one trace event")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9.0, 3.2))
+    end = max(e.start + e.seconds for e in events)
+    span = end or 1.0
+    cpu = [e for e in events if e.lane == "cpu" and e.depth < max_depth]
+    gpu = [e for e in events if e.lane == "gpu"]
+    depth_rows = max((e.depth for e in cpu), default=0) + 1
+    rows = {("cpu", d): depth_rows - d for d in range(depth_rows)}
+    for e in cpu + gpu:
+        y = rows[("cpu", e.depth)] if e.lane == "cpu" else 0
+        colour, hatch = _KIND_HATCH.get(e.kind, _KIND_HATCH["other"])
+        ax.broken_barh(
+            [(1e6 * e.start, 1e6 * max(e.seconds, span * 1e-4))],
+            (y - 0.4, 0.8),
+            facecolors=colour,
+            edgecolor="black",
+            linewidth=0.3,
+            hatch=hatch,
+        )
+        if e.seconds >= label_min * span:
+            short = e.name.replace("aten::", "")[:18]
+            ax.text(
+                1e6 * (e.start + e.seconds / 2),
+                y,
+                short,
+                ha="center",
+                va="center",
+                fontsize=7,
+                clip_on=True,
+            )
+    labels = ["GPU kernels" if gpu else "GPU: none (CPU run)"] + [
+        f"CPU depth {d}" for d in range(depth_rows - 1, -1, -1)
+    ]
+    ax.set_yticks(range(depth_rows + 1), labels)
+    ax.set_ylim(-0.6, depth_rows + 0.6)
+    ax.set_xlim(0, 1e6 * span)
+    ax.set_xlabel("time from the first event (µs)")
+    kinds = sorted({e.kind for e in cpu + gpu})
+    ax.legend(
+        handles=[
+            Patch(
+                facecolor=_KIND_HATCH[k][0],
+                hatch=_KIND_HATCH[k][1],
+                edgecolor="black",
+                label=k,
+            )
+            for k in kinds
+            if k in _KIND_HATCH
+        ],
+        fontsize=7,
+        loc="upper right",
+        ncol=len(kinds),
+    )
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def resnet_bottleneck(*, c_in: int = 64, width: int = 64, c_out: int = 256) -> Any:
+    """A ResNet-50 bottleneck in eval mode: 1 × 1, 3 × 3, 1 × 1 convolutions, each with batch norm, and a projection shortcut.
+
+    Stage 1's first block by default (64 → 64 → 256, shortcut 64 → 256): four
+    convolutions, four batch norms, two ReLUs inside, the residual add and a
+    final ReLU, as eager PyTorch launches them. A ``torch.nn.Module`` on the CPU
+    in fp32, no gradients; move it with ``.to(device, dtype)``.
+    """
+    import torch
+
+    for param, value in (("c_in", c_in), ("width", width), ("c_out", c_out)):
+        _validate.positive_int(param, value)
+
+    def conv_bn(a: int, b: int, k: int) -> list:
+        return [
+            torch.nn.Conv2d(a, b, k, padding=k // 2, bias=False),
+            torch.nn.BatchNorm2d(b),
+        ]
+
+    class Bottleneck(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Sequential(
+                *conv_bn(c_in, width, 1),
+                torch.nn.ReLU(),
+                *conv_bn(width, width, 3),
+                torch.nn.ReLU(),
+                *conv_bn(width, c_out, 1),
+            )
+            self.shortcut = torch.nn.Sequential(*conv_bn(c_in, c_out, 1))
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.body(x) + self.shortcut(x))
+
+    return Bottleneck().eval().requires_grad_(False)

@@ -78,7 +78,7 @@ def test_measure_sweep_with_a_real_bench_measurement():
 
     sweep = labtools.measure_sweep(
         [1 << 20, 4 << 20],
-        lambda nbytes: bench.measure_memory_bandwidth(nbytes, repeats=3, dev="cpu"),
+        lambda nbytes: bench.measure_memory_bandwidth(nbytes=nbytes, repeats=3, dev="cpu"),
         progress=False,
     )
     assert [m.work for m in sweep.values()] == [2.0 * (1 << 20), 2.0 * (4 << 20)]
@@ -218,19 +218,19 @@ def test_batch_sweep_sizes_put_the_knee_inside():
 
 def test_layers_have_the_modelled_shapes_and_no_bias():
     """make_linear has no bias (its cost is exactly ops.linear_cost); make_mlp maps d_model -> d_ff -> d_model."""
-    layer = labtools.make_linear(8, 4, "fp32", "cpu")
+    layer = labtools.make_linear(8, 4, "fp32", dev="cpu")
     assert (
         layer.bias is None
         and tuple(layer.weight.shape) == (4, 8)
         and not layer.weight.requires_grad
     )
-    mlp = labtools.make_mlp(8, 32, "fp32", "cpu")
-    call = labtools.batch_caller(mlp, 8, "fp32", "cpu")(5)
+    mlp = labtools.make_mlp(8, 32, "fp32", dev="cpu")
+    call = labtools.batch_caller(mlp, 8, "fp32", dev="cpu")(5)
     assert tuple(call().shape) == (5, 8)
     with pytest.raises(ValueError, match="d_in"):
-        labtools.make_linear(0, 4, "fp32", "cpu")
+        labtools.make_linear(0, 4, "fp32", dev="cpu")
     with pytest.raises(TypeError, match="module"):
-        labtools.batch_caller(3, 8, "fp32", "cpu")
+        labtools.batch_caller(3, 8, "fp32", dev="cpu")
 
 
 def test_measured_ceilings_is_the_best_of_several(monkeypatch):

@@ -81,7 +81,7 @@ REAL_KERNELS = [
     ),
     (
         "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>",
-        "elementwise",
+        "layout",
     ),
     # operators (the CPU profile)
     ("aten::conv2d", "matrix"),
