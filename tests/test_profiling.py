@@ -175,3 +175,132 @@ def test_summarize_counts_and_times():
     assert s == {"matrix": (1, 3.0), "elementwise": (2, 2.0)}
     with pytest.raises(ValueError, match="seconds"):
         profiling.summarize([("aten::conv2d", -1.0)])
+
+
+def _trace():
+    """A two-op GPU trace: conv2d launches one conv kernel, relu one elementwise kernel."""
+    ev = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "step",
+            "ts": 100,
+            "dur": 60,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::conv2d",
+            "ts": 105,
+            "dur": 20,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::convolution",
+            "ts": 106,
+            "dur": 18,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 110,
+            "dur": 5,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::relu",
+            "ts": 130,
+            "dur": 10,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "sm80_xmma_fprop_implicit_gemm",
+            "ts": 120,
+            "dur": 30,
+            "tid": 7,
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "vectorized_elementwise_kernel",
+            "ts": 150,
+            "dur": 4,
+            "tid": 7,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::empty",
+            "ts": 500,
+            "dur": 1,
+            "tid": 1,
+            "args": {"x": 1},
+        },
+        {"ph": "i", "name": "marker", "ts": 120},
+    ]
+    return {"traceEvents": ev}
+
+
+def test_timeline_places_cpu_ops_by_depth_and_kernels_below():
+    """Times are seconds from the first event; nesting sets the depth; kernels are classified."""
+    events = profiling.timeline(_trace())
+    by = {e.name: e for e in events}
+    assert by["step"].start == 0 and by["step"].depth == 0
+    assert by["aten::conv2d"].depth == 1 and by["aten::convolution"].depth == 2
+    assert by["cudaLaunchKernel"].depth == 3 and by["cudaLaunchKernel"].kind == "launch"
+    assert by["aten::relu"].depth == 1 and by["aten::relu"].kind == "elementwise"
+    gemm = by["sm80_xmma_fprop_implicit_gemm"]
+    assert gemm.lane == "gpu" and gemm.kind == "matrix"
+    assert gemm.start == pytest.approx(20e-6) and gemm.seconds == pytest.approx(30e-6)
+    assert "marker" not in by
+
+
+def test_trim_trace_keeps_one_annotated_step_without_args():
+    trimmed = profiling.trim_trace(_trace(), annotation="step")
+    names = [e["name"] for e in trimmed["traceEvents"]]
+    assert "aten::empty" not in names and "vectorized_elementwise_kernel" in names
+    assert all("args" not in e for e in trimmed["traceEvents"])
+    with pytest.raises(KeyError, match="annotation"):
+        profiling.trim_trace(_trace(), annotation="nope")
+    with pytest.raises(KeyError, match="traceEvents"):
+        profiling.timeline({"events": []})
+
+
+def test_plot_timeline_draws_both_lanes_and_says_when_there_is_no_gpu():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    events = profiling.timeline(_trace())
+    ax = profiling.plot_timeline(events)
+    assert ax.get_yticklabels()[0].get_text() == "GPU kernels"
+    cpu_only = [e for e in events if e.lane == "cpu"]
+    ax = profiling.plot_timeline(cpu_only)
+    assert ax.get_yticklabels()[0].get_text() == "GPU: none (CPU run)"
+    with pytest.raises(ValueError, match="events"):
+        profiling.plot_timeline([])
+
+
+def test_the_committed_cpu_trace_is_one_small_step_of_a_bottleneck():
+    """Chapter 3's worked timeline: one step, four convolutions, under 200 kB, its device named."""
+    from pathlib import Path
+
+    path = (
+        Path(__file__).resolve().parents[1]
+        / "chapters/figures/trace_cpu_resnet_block.json"
+    )
+    assert path.stat().st_size < 200_000
+    trace = profiling.load_trace(path)
+    assert trace["device"].startswith("CPU: ")
+    events = profiling.timeline(trace)
+    top = [e for e in events if e.depth == 1]
+    assert [e.name for e in top].count("aten::conv2d") == 4
+    assert {e.lane for e in events} == {"cpu"}
