@@ -292,7 +292,11 @@ def test_a_failed_recapture_falls_back_with_the_eager_call_count(monkeypatch):
     """L4-3: the second capture raises; the fallback times the eager estimate's 50 calls
     and divides by 50 (the old code divided 50 calls by the recapture's 99: 2x too fast)."""
     sim = _SimGPU(
-        kernel=20e-6, dispatch=8e-6, launch=0.0, capture_fails=2, replay_kernels=(10e-6,)
+        kernel=20e-6,
+        dispatch=8e-6,
+        launch=0.0,
+        capture_fails=2,
+        replay_kernels=(10e-6,),
     )
     monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
     with pytest.warns(RuntimeWarning, match="timing 50 back-to-back calls"):
