@@ -129,7 +129,9 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
     dst = torch.empty_like(src)
     helper, independent = [], []
     for _ in range(rounds):  # interleaved, so both methods see the same machine state
-        helper.append(bench.measure_memory_bandwidth(nbytes=nbytes, repeats=10, dev=dev).value)
+        helper.append(
+            bench.measure_memory_bandwidth(nbytes=nbytes, repeats=10, dev=dev).value
+        )
         independent.append(
             2.0
             * nbytes
@@ -208,7 +210,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
     on_gpu = dev.type == "cuda"
     sizes = labtools.batch_sweep_sizes(on_gpu)
     dtype, batches = sizes.dtype, list(sizes.batches)
-    acc = labtools.measured_ceilings((dtype,), dev=dev, tries=3)
+    acc = labtools.measured_ceilings(dtypes=(dtype,), dev=dev, tries=3)
     t0 = bench.measure_overhead(dev=dev).median
     res = SectionResult(
         "model_fidelity", "Batching model against Lab 2's measured sweep"

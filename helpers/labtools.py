@@ -133,6 +133,22 @@ class Comparison:
         """Largest ``|relative error|`` over the rows."""
         return float(np.max(np.abs(self.relative_error)))
 
+    def summary(self, what: str) -> str:
+        """One line for a lab's output and ``make gpu-labs``' closing table: the model against the run.
+
+        >>> c = Comparison(("a", "b"), np.array([1.0, 3.0]), np.array([1.0, 2.0]), "s", "CPU: x")
+        >>> c.summary("time per call")
+        'Predicted against measured (time per call) on CPU: x: median |error| 25 %, max 50 % over 2 points.'
+        """
+        what = str(what).strip()
+        if not what:
+            raise ValueError("what must name the compared quantity")
+        return (
+            f"Predicted against measured ({what}) on {self.device}: median |error| "
+            f"{100 * self.median_abs_error:.0f} %, max {100 * self.max_abs_error:.0f} % "
+            f"over {len(self.labels)} points."
+        )
+
     def markdown(
         self,
         *,

@@ -245,20 +245,20 @@ def test_measured_ceilings_is_the_best_of_several(monkeypatch):
         return Accelerator("measured: fake", {"fp32": peak}, bw, 1e9, "fake")
 
     monkeypatch.setattr(bench, "measured_accelerator", fake)
-    acc = labtools.measured_ceilings(("fp32",), tries=3)
+    acc = labtools.measured_ceilings(dtypes=("fp32",), tries=3)
     assert (
         acc.flops("fp32") == 3e9
         and acc.memory_bandwidth == 2e9
         and acc.name == "measured: fake"
     )
     with pytest.raises(ValueError, match="tries"):
-        labtools.measured_ceilings(("fp32",), tries=0)
+        labtools.measured_ceilings(dtypes=("fp32",), tries=0)
 
 
 @pytest.mark.slow
 def test_measured_ceilings_on_this_cpu():
     """A real quick measurement on the CPU gives positive ceilings no larger than a generous physical bound."""
-    acc = labtools.measured_ceilings(("fp32",), dev="cpu", tries=2, quick=True)
+    acc = labtools.measured_ceilings(dtypes=("fp32",), dev="cpu", tries=2, quick=True)
     assert 0 < acc.flops("fp32") < 1e14 and 0 < acc.memory_bandwidth < 2e12
 
 
