@@ -199,6 +199,22 @@ def _back_to_back(fn: Callable[[], Any], calls: int) -> Callable[[], None]:
     return run
 
 
+def cuda_graph(fn: Callable[[], Any], *, calls: int = 1) -> Any:
+    """A ``torch.cuda.CUDAGraph`` of ``calls`` calls of ``fn``, warmed up on a side stream; ``.replay()`` runs it.
+
+    For a lab that profiles or times a replay itself (:func:`time_amortized`
+    with ``graph=True`` captures its own). Needs a CUDA device; the inputs
+    ``fn`` reads are baked into the graph (change their contents, not the tensors).
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    calls = _validate.positive_int("calls", calls)
+    torch = _torch()
+    if not torch.cuda.is_available():
+        raise RuntimeError("cuda_graph needs a CUDA device")
+    return _capture_graph(torch, fn, calls)
+
+
 def _capture_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
     """A CUDA graph of ``calls`` calls of ``fn`` (warmed up on a side stream, as torch's docs ask)."""
     side = torch.cuda.Stream()

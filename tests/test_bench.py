@@ -329,3 +329,13 @@ def test_accelerator_from_measurements_keeps_the_given_ceilings_and_rejects_bad_
         bench.accelerator_from_measurements({"fp32": 0.0}, 2e10, dev=CPU)
     with pytest.raises(ValueError, match="memory_bandwidth"):
         bench.accelerator_from_measurements({"fp32": 4e10}, 0.0, dev=CPU)
+
+
+def test_cuda_graph_needs_a_gpu_and_a_callable():
+    with pytest.raises(TypeError, match="fn"):
+        bench.cuda_graph(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="calls"):
+        bench.cuda_graph(lambda: None, calls=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            bench.cuda_graph(lambda: None)
