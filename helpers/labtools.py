@@ -725,3 +725,45 @@ def plan_sweep(
     if keep_largest and skipped:
         kept.append(skipped.pop())
     return SweepPlan(rate, tuple(kept), tuple(skipped), predicted, budget_s, calls)
+
+
+def conv_caller(
+    layer: Any, dtype: str, *, dev: Any = None, channels_last: bool = False
+) -> Callable[[int], Callable[[], Any]]:
+    """For :func:`timed_sweep`: ``batch -> (lambda: conv(x))`` for one convolution layer's shape.
+
+    ``layer`` is a :class:`helpers.ops.Layer` of kind ``"conv"`` (``c_in``,
+    ``c_out``, ``kernel``, ``stride``, ``in_size``). The ``torch.nn.Conv2d`` has
+    the same channels, kernel and stride, padding ``kernel // 2``, no bias, no
+    gradients, random weights in ``dtype`` on ``dev``; ``x`` is a random batch of
+    ``in_size × in_size`` maps. ``channels_last=True`` stores both NHWC (the
+    layout GPU tensor cores want).
+    """
+    import torch
+
+    from . import bench
+
+    for attr in ("c_in", "c_out", "kernel", "stride", "in_size"):
+        if not hasattr(layer, attr):
+            raise ValueError(f"layer must be a convolution layer with {attr!r}")
+    tdtype = bench.torch_dtype(dtype)
+    dev = bench.device() if dev is None else torch.device(dev)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    conv = torch.nn.Conv2d(
+        layer.c_in,
+        layer.c_out,
+        layer.kernel,
+        layer.stride,
+        padding=layer.kernel // 2,
+        bias=False,
+        device=dev,
+        dtype=tdtype,
+    )
+    conv = conv.requires_grad_(False).to(memory_format=layout)  # type: ignore[call-overload]
+
+    def make(batch: int) -> Callable[[], Any]:
+        shape = (batch, layer.c_in, layer.in_size, layer.in_size)
+        x = torch.randn(shape, device=dev, dtype=tdtype).to(memory_format=layout)
+        return lambda: conv(x)
+
+    return make

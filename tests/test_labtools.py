@@ -78,7 +78,9 @@ def test_measure_sweep_with_a_real_bench_measurement():
 
     sweep = labtools.measure_sweep(
         [1 << 20, 4 << 20],
-        lambda nbytes: bench.measure_memory_bandwidth(nbytes=nbytes, repeats=3, dev="cpu"),
+        lambda nbytes: bench.measure_memory_bandwidth(
+            nbytes=nbytes, repeats=3, dev="cpu"
+        ),
         progress=False,
     )
     assert [m.work for m in sweep.values()] == [2.0 * (1 << 20), 2.0 * (4 << 20)]
@@ -510,3 +512,14 @@ def test_extra_weight_passes_counts_growth_in_weight_passes():
     )
     with pytest.raises(ValueError, match="weight_bytes"):
         labtools.extra_weight_passes(1.0, 2.0, weight_bytes=0, bandwidth=1.0)
+
+
+def test_conv_caller_builds_the_layers_convolution():
+    """A layer's shape becomes a Conv2d call whose output has the layer's channels and stride."""
+    from types import SimpleNamespace
+
+    layer = SimpleNamespace(c_in=3, c_out=8, kernel=3, stride=2, in_size=16)
+    out = labtools.conv_caller(layer, "fp32", dev="cpu")(2)()
+    assert tuple(out.shape) == (2, 8, 8, 8)
+    with pytest.raises(ValueError, match="c_in"):
+        labtools.conv_caller(SimpleNamespace(), "fp32", dev="cpu")
