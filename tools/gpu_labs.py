@@ -57,7 +57,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
-import nbformat  # noqa: E402
+WHEEL_SITE = Path(tempfile.gettempdir()) / "gpu-labs-site"
+"""Where the wheels carried in ``.whl`` (``make gpu-wheels``) are installed for a run."""
+_installed: list[str] = []
+
+
+def _install_wheels(folder: Path = ROOT / ".whl") -> str | None:
+    """pip-install ``folder``'s wheels into :data:`WHEEL_SITE` once; an error message, or None."""
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels or _installed:
+        return None
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps"]
+    command += ["--no-compile", "--target", str(WHEEL_SITE), *map(str, wheels)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return f"installing .whl failed: {proc.stderr.strip()[-500:]}"
+    _installed.extend(w.name for w in wheels)
+    if str(WHEEL_SITE) not in sys.path:
+        sys.path.insert(0, str(WHEEL_SITE))
+    return None
+
+
+try:  # a bare GPU image lacks the notebook packages: take them from the carried wheels
+    import nbformat  # noqa: E402
+except ImportError:
+    _install_wheels()
+    import nbformat  # noqa: E402
 
 MAX_FILES = 8
 """Most files a remote run may hand back (the device tool's limit)."""
@@ -570,6 +595,33 @@ def run_selftest(cap_s: float = SELFTEST_CAP_S) -> tuple[int, str]:
     return proc.returncode, text
 
 
+def use_carried_wheels(folder: Path = ROOT / ".whl") -> list[str]:
+    """Install the wheels in ``folder`` into :data:`WHEEL_SITE` and put it on ``PYTHONPATH``; return what was done.
+
+    A bare GPU image lacks the notebook packages; ``make gpu-wheels`` downloads them here into
+    ``.whl``, which the device call carries. Their Mooncake traces (``.whl/mooncake-traces``)
+    become ``MOONCAKE_TRACES`` unless it is set. Nothing happens without ``.whl``; a failed
+    install is reported, not raised (the smoke test then names what is missing).
+    """
+    done: list[str] = []
+    if any(folder.glob("*.whl")):
+        error = _install_wheels(folder)
+        if error:
+            done.append(f"warning: {error}")
+        else:
+            old = os.environ.get("PYTHONPATH", "")
+            parts = [str(WHEEL_SITE)] + [p for p in old.split(os.pathsep) if p]
+            os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+            done.append(
+                f"carried wheels on PYTHONPATH from {WHEEL_SITE}: {len(_installed)}"
+            )
+    traces = folder / "mooncake-traces"
+    if traces.is_dir() and not os.environ.get("MOONCAKE_TRACES"):
+        os.environ["MOONCAKE_TRACES"] = str(traces)
+        done.append(f"MOONCAKE_TRACES={traces}")
+    return done
+
+
 def _spare_cores() -> tuple[list[int] | None, list[int] | None]:
     """(cores for the GPU labs, cores for the CPU-only labs): a quarter (at least 2) set aside on 8+ cores."""
     try:
@@ -608,9 +660,11 @@ def run(args: argparse.Namespace) -> int:
         print(line, flush=True)
         log.append(line)
 
-    os.environ["PYTHONPATH"] = _child_env()[
-        "PYTHONPATH"
-    ]  # L4-9: every child imports these helpers
+    if not args.dry_run:
+        for line in use_carried_wheels():
+            say(line)
+    # L4-9: every child (kernels, self-test, benchmark) imports this checkout's helpers
+    os.environ["PYTHONPATH"] = _child_env()["PYTHONPATH"]
     start = time.perf_counter()
     device, has_cuda = _device()
     say(f"device: {device}")
