@@ -291,7 +291,7 @@ test-measure: setup
 
 # A GPU run (README, "Running the labs on a GPU"). On a CUDA machine, `make gpu-labs` executes every
 # lab and the benchmark with that machine's own Python and PyTorch (never .venv: its torch is the CPU
-# build) inside a 540 s budget, each lab in its own process under a wall-clock cap, writes the
+# build) inside a 480 s budget, each lab in its own process under a wall-clock cap, writes the
 # executed notebooks and results into the tree and, when OUT is set, packs them into $(OUT) after
 # every lab, so a job cut off by the machine's command limit keeps what finished (tools/gpu_labs.py).
 # GPU_PY_VERSION must be the image's python3 (the H200 image: 3.12); the run warns if it is not. `make gpu-wheels`, run here, downloads into .whl/
@@ -305,7 +305,7 @@ GPU_IMAGE_HAS := attrs packaging psutil pygments python_dateutil typing_extensio
 GPU_PLATFORMS := $(foreach v,manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014,--platform $(v)_x86_64)
 
 gpu-labs:
-	$(GPU_PYTHON) tools/gpu_labs.py run
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON) tools/gpu_labs.py run $(ARGS)
 
 gpu-wheels: setup
 	rm -rf .whl && mkdir -p .whl

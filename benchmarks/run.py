@@ -129,7 +129,9 @@ def section_measurement(args: argparse.Namespace) -> SectionResult:
     dst = torch.empty_like(src)
     helper, independent = [], []
     for _ in range(rounds):  # interleaved, so both methods see the same machine state
-        helper.append(bench.measure_memory_bandwidth(nbytes, repeats=10, dev=dev).value)
+        helper.append(
+            bench.measure_memory_bandwidth(nbytes=nbytes, repeats=10, dev=dev).value
+        )
         independent.append(
             2.0
             * nbytes
@@ -208,7 +210,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
     on_gpu = dev.type == "cuda"
     sizes = labtools.batch_sweep_sizes(on_gpu)
     dtype, batches = sizes.dtype, list(sizes.batches)
-    acc = labtools.measured_ceilings((dtype,), dev=dev, tries=3)
+    acc = labtools.measured_ceilings(dtypes=(dtype,), dev=dev, tries=3)
     t0 = bench.measure_overhead(dev=dev).median
     res = SectionResult(
         "model_fidelity", "Batching model against Lab 2's measured sweep"
@@ -216,7 +218,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
     d_small, d_large = sizes.d_small, sizes.d_linear
     setups = {  # label: (module, input width, batch -> predicted BatchSweep, critical batch)
         "small linear": (
-            labtools.make_linear(d_small, d_small, dtype, dev),
+            labtools.make_linear(d_small, d_small, dtype, dev=dev),
             d_small,
             lambda b: batching.linear_sweep(
                 b, d_small, d_small, acc, dtype=dtype, overhead=t0
@@ -224,7 +226,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
             ops.critical_batch_size(acc, dtype=dtype, d_in=d_small, d_out=d_small),
         ),
         "large linear": (
-            labtools.make_linear(d_large, d_large, dtype, dev),
+            labtools.make_linear(d_large, d_large, dtype, dev=dev),
             d_large,
             lambda b: batching.linear_sweep(
                 b, d_large, d_large, acc, dtype=dtype, overhead=t0
@@ -232,7 +234,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
             ops.critical_batch_size(acc, dtype=dtype, d_in=d_large, d_out=d_large),
         ),
         "MLP": (
-            labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev),
+            labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev=dev),
             sizes.d_model,
             lambda b: batching.mlp_sweep(
                 b, sizes.d_model, sizes.d_ff, acc, dtype=dtype, overhead=3 * t0
@@ -253,7 +255,7 @@ def section_model_fidelity(args: argparse.Namespace) -> SectionResult:
         repeats = 10 if label == "small linear" else 3
         m = labtools.timed_sweep_past_knee(
             batches,
-            labtools.batch_caller(module, d_in, dtype, dev),
+            labtools.batch_caller(module, d_in, dtype, dev=dev),
             max_value=16 * batches[-1],
             repeats=repeats,
             warmup=1,
@@ -366,7 +368,7 @@ def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
 
     def linear_points(label, module, d_in, d_out, batches, dt, calls, mlp_ff=None):
         seconds = _sweep_seconds(
-            batches, labtools.batch_caller(module, d_in, dt, dev), dev
+            batches, labtools.batch_caller(module, d_in, dt, dev=dev), dev
         )
         pts = []
         for b, t in zip(batches, seconds):
@@ -386,7 +388,7 @@ def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
     batches = list(sizes.batches)
     linear_points(
         "small linear",
-        labtools.make_linear(sizes.d_small, sizes.d_small, dtype, dev),
+        labtools.make_linear(sizes.d_small, sizes.d_small, dtype, dev=dev),
         sizes.d_small,
         sizes.d_small,
         batches,
@@ -395,7 +397,7 @@ def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
     )
     linear_points(
         "large linear",
-        labtools.make_linear(sizes.d_linear, sizes.d_linear, dtype, dev),
+        labtools.make_linear(sizes.d_linear, sizes.d_linear, dtype, dev=dev),
         sizes.d_linear,
         sizes.d_linear,
         batches,
@@ -404,7 +406,7 @@ def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
     )
     linear_points(
         "MLP",
-        labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev),
+        labtools.make_mlp(sizes.d_model, sizes.d_ff, dtype, dev=dev),
         sizes.d_model,
         sizes.d_model,
         batches,
@@ -417,7 +419,7 @@ def _fidelity_points(args: argparse.Namespace) -> dict[str, Any]:
         half_batches = [1, 2, 4, 8, 16, 32]
         linear_points(
             "bf16 linear",
-            labtools.make_linear(2048, 2048, "bf16", dev),
+            labtools.make_linear(2048, 2048, "bf16", dev=dev),
             2048,
             2048,
             half_batches,

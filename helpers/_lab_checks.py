@@ -21,6 +21,10 @@ _NO_KERNEL = frozenset(
         "lift_fresh",
         "alias",
         "_reshape_alias",
+        "_unsafe_view",
+        "as_strided",
+        "view",
+        "reshape",
     }
 )
 

@@ -14,6 +14,7 @@ once, so no module imports another's private names. No torch is imported here.
 from __future__ import annotations
 
 import multiprocessing as mp
+import platform
 import queue
 import socket
 import statistics
@@ -67,10 +68,20 @@ def byte_pattern(nbytes: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 
 
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), or platform's best guess."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def cpu_label() -> str:
     """``"CPU: <model name>"``, the device label of a transfer between host processes."""
-    from .bench import cpu_name
-
     return f"CPU: {cpu_name()}"
 
 

@@ -133,7 +133,7 @@ class LocalPool:
         """Whether the master process is alive."""
         return self.process.poll() is None
 
-    def log_tail(self, lines: int = 20) -> str:
+    def log_tail(self, *, lines: int = 20) -> str:
         """The last ``lines`` lines the master wrote (for error messages)."""
         self._log.flush()
         self._log.seek(0)
@@ -141,7 +141,7 @@ class LocalPool:
             self._log.read().decode(errors="replace").splitlines(True)[-lines:]
         )
 
-    def stop(self, grace: float = 5.0) -> None:
+    def stop(self, *, grace: float = 5.0) -> None:
         """Stop the master and everything in its process group; idempotent."""
         if self.process.poll() is None:
             for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _args
-from ._measure import summarize_samples
+from ._measure import cpu_name, summarize_samples
 from .hardware import Accelerator, dtype_bytes
 
 _TORCH_DTYPES = {
@@ -39,18 +39,6 @@ def device() -> Any:
     """The device labs run on: the first CUDA GPU when present, else the CPU (a ``torch.device``)."""
     torch = _torch()
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-
-
-def cpu_name() -> str:
-    """The CPU's model name (from /proc/cpuinfo on Linux), or platform's best guess."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def device_name(dev: Any = None) -> str:
@@ -119,7 +107,7 @@ def _synchronize(dev: Any) -> None:
 
 
 def time_fn(
-    fn: Callable[[], Any], warmup: int = 3, repeats: int = 10, dev: Any = None
+    fn: Callable[[], Any], *, warmup: int = 3, repeats: int = 10, dev: Any = None
 ) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
 
@@ -211,6 +199,22 @@ def _back_to_back(fn: Callable[[], Any], calls: int) -> Callable[[], None]:
     return run
 
 
+def cuda_graph(fn: Callable[[], Any], *, calls: int = 1) -> Any:
+    """A ``torch.cuda.CUDAGraph`` of ``calls`` calls of ``fn``, warmed up on a side stream; ``.replay()`` runs it.
+
+    For a lab that profiles or times a replay itself (:func:`time_amortized`
+    with ``graph=True`` captures its own). Needs a CUDA device; the inputs
+    ``fn`` reads are baked into the graph (change their contents, not the tensors).
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    calls = _args.positive_int("calls", calls)
+    torch = _torch()
+    if not torch.cuda.is_available():
+        raise RuntimeError("cuda_graph needs a CUDA device")
+    return _capture_graph(torch, fn, calls)
+
+
 def _capture_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
     """A CUDA graph of ``calls`` calls of ``fn`` (warmed up on a side stream, as torch's docs ask)."""
     side = torch.cuda.Stream()
@@ -220,10 +224,43 @@ def _capture_graph(torch: Any, fn: Callable[[], Any], calls: int) -> Any:
             fn()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    saved = torch.cuda.current_stream()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+    except BaseException:
+        # ``graph.__exit__`` ends the capture before it restores the stream: if
+        # that raises, later work would run on the capture's side stream.
+        torch.cuda.set_stream(saved)
+        raise
     return graph
+
+
+def _replay_filling(
+    torch: Any,
+    fn: Callable[[], Any],
+    calls: int,
+    measure: Callable[[Callable[[], Any]], float],
+    *,
+    window: float,
+    max_calls: int,
+) -> tuple[Callable[[], Any], int]:
+    """A graph replay of ``k`` calls that fills ``window``, and that ``k`` (the calls the replay makes).
+
+    A replay is faster than eager calls, so up to three captures re-estimate
+    ``k``; the last one captured is returned with the count it holds.
+    """
+    for attempt in range(3):
+        captured = _capture_graph(torch, fn, calls)
+        elapsed = measure(captured.replay)
+        if elapsed >= window or calls >= max_calls or attempt == 2:
+            return captured.replay, calls
+        calls = max(
+            calls + 1,
+            calls_for_window(elapsed / calls, window=window, max_calls=max_calls),
+        )
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def time_amortized(
@@ -289,19 +326,13 @@ def time_amortized(
         )
     run = _back_to_back(fn, calls)
     if graph and dev.type == "cuda":
+        # ``run`` and ``calls`` change together: a sample is always divided by
+        # the number of calls the timed ``run`` makes (L4-3).
         try:
-            for _ in range(3):  # a replay is faster than eager calls: refill the window
-                captured = _capture_graph(torch, fn, calls)
-                elapsed = measure(captured.replay)
-                if elapsed >= window or calls >= max_calls:
-                    break
-                calls = max(
-                    calls + 1,
-                    calls_for_window(
-                        elapsed / calls, window=window, max_calls=max_calls
-                    ),
-                )
-            run, method = captured.replay, "events, CUDA graph replay"
+            replay, captured_calls = _replay_filling(
+                torch, fn, calls, measure, window=window, max_calls=max_calls
+            )
+            run, calls, method = replay, captured_calls, "events, CUDA graph replay"
         except Exception as exc:  # noqa: BLE001 - any capture failure falls back
             torch.cuda.synchronize(dev)
             warnings.warn(
@@ -346,7 +377,7 @@ def torch_dtype(dtype: str) -> Any:
 
 
 def measure_memory_bandwidth(
-    nbytes: int | None = None, repeats: int = 10, dev: Any = None
+    *, nbytes: int | None = None, repeats: int = 10, dev: Any = None
 ) -> Measurement:
     """Memory bandwidth in bytes/s from a large device-to-device copy.
 
@@ -368,7 +399,7 @@ def measure_memory_bandwidth(
 
 
 def measure_matmul_flops(
-    dtype: str = "fp16", n: int | None = None, repeats: int = 10, dev: Any = None
+    dtype: str, *, n: int | None = None, repeats: int = 10, dev: Any = None
 ) -> Measurement:
     """Matmul throughput in FLOP/s for square ``n x n`` matrices of ``dtype`` (``2 n**3`` FLOP per call).
 
@@ -393,7 +424,7 @@ def measure_matmul_flops(
     return Measurement(flops / timing.median, "FLOP/s", flops, timing)
 
 
-def measure_overhead(repeats: int = 50, dev: Any = None) -> Timing:
+def measure_overhead(*, repeats: int = 50, dev: Any = None) -> Timing:
     """Time of a tiny op (adding 1 to a one-element tensor): the fixed cost of one framework call."""
     torch = _torch()
     dev = device() if dev is None else torch.device(dev)
@@ -412,7 +443,7 @@ def supported_dtypes(dev: Any = None) -> tuple[str, ...]:
 
 
 def measured_accelerator(
-    dtypes: tuple[str, ...] | None = None, dev: Any = None, quick: bool = False
+    *, dtypes: tuple[str, ...] | None = None, dev: Any = None, quick: bool = False
 ) -> Accelerator:
     """An :class:`~helpers.hardware.Accelerator` built from measurements of this machine.
 
@@ -430,13 +461,14 @@ def measured_accelerator(
     peaks = {
         d: measure_matmul_flops(d, n=n, repeats=repeats, dev=dev).value for d in dtypes
     }
-    bandwidth = measure_memory_bandwidth(nbytes, repeats=repeats, dev=dev).value
+    bandwidth = measure_memory_bandwidth(nbytes=nbytes, repeats=repeats, dev=dev).value
     return accelerator_from_measurements(peaks, bandwidth, dev=dev)
 
 
 def accelerator_from_measurements(
     peak_flops: dict[str, float],
     memory_bandwidth: float,
+    *,
     dev: Any = None,
     source: str = "measured by helpers.bench on this machine",
 ) -> Accelerator:

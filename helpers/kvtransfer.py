@@ -147,17 +147,27 @@ class Rendezvous:
 _RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
 
+OPT_IN_VAR = "KV_LAB_RENDEZVOUS"
+"""Set it to ``env`` to join the rendezvous named by the environment (:func:`rendezvous_from_env`)."""
+
+
 def rendezvous_from_env(
     *, environ: Mapping[str, str] | None = None
 ) -> Rendezvous | None:
-    """The :class:`Rendezvous` named by ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and ``WORLD_SIZE``.
+    """The :class:`Rendezvous` named by ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and ``WORLD_SIZE``, if asked for.
 
-    ``environ`` defaults to ``os.environ``. Returns ``None`` when none of the
-    four is set (one machine: :func:`distributed_kv_transfer` starts both
-    workers itself); raises ``ValueError`` naming the variable when only some
-    are set or one is malformed.
+    Opt-in: only with ``KV_LAB_RENDEZVOUS=env`` set. A notebook inside a
+    launcher's job (torchrun, Kubeflow, SageMaker) inherits those four
+    variables for a job of its own, usually not of two ranks; without the
+    opt-in they are ignored (L4-7). ``environ`` defaults to ``os.environ``.
+    Returns ``None`` without the opt-in or when none of the four is set (one
+    machine: :func:`distributed_kv_transfer` starts both workers itself);
+    raises ``ValueError`` naming the variable when only some are set or one is
+    malformed.
     """
     env = os.environ if environ is None else environ
+    if env.get(OPT_IN_VAR, "").strip().lower() != "env":
+        return None
     present = [v for v in _RENDEZVOUS_VARS if env.get(v)]
     if not present:
         return None
@@ -182,12 +192,23 @@ def rendezvous_from_env(
 
 
 def _worker_device(backend: str, rank: int, spec: dict) -> Any:
-    """The device of this worker's cache: ``cuda:<local rank>`` for NCCL, ``cuda`` or ``cpu`` for gloo."""
+    """The device of this worker's cache: ``cuda:<index>`` for NCCL, ``cuda`` or ``cpu`` for gloo.
+
+    Workers this machine spawned (``spec["spawned"]``) use GPUs 0 and 1 by
+    rank, whatever ``LOCAL_RANK`` a launcher left in the environment (both
+    would otherwise pick the same GPU); a worker of a rendezvous across
+    machines uses its ``LOCAL_RANK`` (0 if unset).
+    """
     import torch
 
     if spec["device"] == "cpu":
         return torch.device("cpu")
-    local = int(os.environ.get("LOCAL_RANK", rank)) if backend == "nccl" else 0
+    if backend != "nccl":
+        local = 0
+    elif spec.get("spawned"):
+        local = rank
+    else:
+        local = int(os.environ.get("LOCAL_RANK", 0))
     return torch.device(f"cuda:{local % max(1, torch.cuda.device_count())}")
 
 
@@ -452,9 +473,9 @@ def distributed_kv_transfer(
 ) -> tuple[TransferResult, ...]:
     """Prefill in one process, send the KV cache to another with ``torch.distributed``, time it.
 
-    **Where the workers run.** With no ``rendezvous`` and none in the
-    environment (:func:`rendezvous_from_env`: ``MASTER_ADDR``,
-    ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), this call spawns both workers
+    **Where the workers run.** With no ``rendezvous`` and none asked for in
+    the environment (:func:`rendezvous_from_env`: ``KV_LAB_RENDEZVOUS=env``
+    with ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``), this call spawns both workers
     on this machine and joins them on 127.0.0.1. With one, this process *is*
     the worker of that rank: start the same call on two machines (rank 0, the
     prefill worker, on ``MASTER_ADDR``; rank 1, the decode worker, elsewhere),
@@ -533,6 +554,7 @@ def distributed_kv_transfer(
     if rendezvous is not None:  # one worker of a run across machines
         return tuple(_kv_rank(rendezvous.rank, rendezvous, chosen, spec))
     port = free_port()
+    spec = {**spec, "spawned": True}
     worker_results = run_children(
         [
             (_kv_worker, (rank, Rendezvous(_HOST, port, rank), chosen, spec))

@@ -133,12 +133,28 @@ class Comparison:
         """Largest ``|relative error|`` over the rows."""
         return float(np.max(np.abs(self.relative_error)))
 
+    def summary(self, what: str) -> str:
+        """One line for a lab's output and ``make gpu-labs``' closing table: the model against the run.
+
+        >>> c = Comparison(("a", "b"), np.array([1.0, 3.0]), np.array([1.0, 2.0]), "s", "CPU: x")
+        >>> c.summary("time per call")
+        'Predicted against measured (time per call) on CPU: x: median |error| 25 %, max 50 % over 2 points.'
+        """
+        what = str(what).strip()
+        if not what:
+            raise ValueError("what must name the compared quantity")
+        return (
+            f"Predicted against measured ({what}) on {self.device}: median |error| "
+            f"{100 * self.median_abs_error:.0f} %, max {100 * self.max_abs_error:.0f} % "
+            f"over {len(self.labels)} points."
+        )
+
     def markdown(
         self,
+        *,
         scale: float = 1.0,
         scaled_unit: str | None = None,
         digits: int = 3,
-        *,
         label: str = "case",
     ) -> str:
         """The comparison as a Markdown table: label, predicted, measured, relative error.
@@ -308,7 +324,7 @@ def measure_sweep(
 
     ``measure`` is any measurement of one sweep value, typically a
     :mod:`helpers.bench` function (``lambda n: bench.measure_matmul_flops("fp16", n=n)``,
-    ``lambda nbytes: bench.measure_memory_bandwidth(nbytes)``), whose result
+    ``lambda nbytes: bench.measure_memory_bandwidth(nbytes=nbytes)``), whose result
     (a :class:`helpers.bench.Measurement`) keeps the rate, the work and the
     timing. Values are meant in increasing size: a
     ``torch.cuda.OutOfMemoryError`` frees the cache and ends the sweep, the
@@ -420,7 +436,7 @@ def batch_sweep_sizes(on_gpu: bool) -> BatchSweepSizes:
     return BatchSweepSizes("fp32", tuple(2**i for i in range(10)), 64, 8192, 2048, 8192)
 
 
-def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
+def make_linear(d_in: int, d_out: int, dtype: str, *, dev: Any = None) -> Any:
     """A ``torch.nn.Linear(d_in, d_out, bias=False)`` in ``dtype`` on ``dev``, random weights, no gradients.
 
     No bias, so its cost is exactly :func:`helpers.ops.linear_cost`.
@@ -438,7 +454,7 @@ def make_linear(d_in: int, d_out: int, dtype: str, dev: Any = None) -> Any:
     return layer.requires_grad_(False)
 
 
-def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
+def make_mlp(d_model: int, d_ff: int, dtype: str, *, dev: Any = None) -> Any:
     """An MLP ``Linear(d_model, d_ff) -> ReLU -> Linear(d_ff, d_model)``, no biases, no gradients.
 
     Three framework calls per step (two matmuls and an in-place ReLU); its
@@ -447,15 +463,15 @@ def make_mlp(d_model: int, d_ff: int, dtype: str, dev: Any = None) -> Any:
     """
     import torch
 
-    up = make_linear(d_model, d_ff, dtype, dev)
-    down = make_linear(d_ff, d_model, dtype, dev)
+    up = make_linear(d_model, d_ff, dtype, dev=dev)
+    down = make_linear(d_ff, d_model, dtype, dev=dev)
     return torch.nn.Sequential(up, torch.nn.ReLU(inplace=True), down).requires_grad_(
         False
     )
 
 
 def batch_caller(
-    module: Any, d_in: int, dtype: str, dev: Any = None
+    module: Any, d_in: int, dtype: str, *, dev: Any = None
 ) -> Callable[[int], Callable[[], Any]]:
     """For :func:`timed_sweep`: ``batch -> (lambda: module(x))`` with a random ``x`` of ``batch x d_in``."""
     import torch
@@ -478,6 +494,7 @@ def batch_caller(
 
 
 def measured_ceilings(
+    *,
     dtypes: Sequence[str] | None = None,
     dev: Any = None,
     tries: int = 3,
@@ -495,7 +512,7 @@ def measured_ceilings(
     tries = _args.positive_int("tries", tries)
     runs = [
         bench.measured_accelerator(
-            None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
+            dtypes=None if dtypes is None else tuple(dtypes), dev=dev, quick=quick
         )
         for _ in range(tries)
     ]
@@ -515,6 +532,7 @@ def timed_sweep_past_knee(
     values: Sequence[int],
     make_call: Callable[[Any], Callable[[], Any]],
     max_value: int,
+    *,
     fraction: float = 0.9,
     **kwargs: Any,
 ) -> TimedSweep:
@@ -569,7 +587,7 @@ gets the largest value."""
 
 
 def rate_bounds(
-    device_name: str, dtype: str, threads: int = 1, slack: float = 1.05
+    device_name: str, dtype: str, *, threads: int = 1, slack: float = 1.05
 ) -> tuple[float, float]:
     """Upper bounds ``(FLOP/s, bytes/s)`` that no honest measurement on the named device can exceed.
 
@@ -626,7 +644,7 @@ class SweepPlan:
     budget_s: float
     calls: int
 
-    def describe(self, what: str, unit: str = "FLOP/s") -> str:
+    def describe(self, what: str, *, unit: str = "FLOP/s") -> str:
         """One sentence for the lab's output: the probed rate, what is swept, what is skipped and why."""
         from .formatting import format_si
 
@@ -706,3 +724,45 @@ def plan_sweep(
     if keep_largest and skipped:
         kept.append(skipped.pop())
     return SweepPlan(rate, tuple(kept), tuple(skipped), predicted, budget_s, calls)
+
+
+def conv_caller(
+    layer: Any, dtype: str, *, dev: Any = None, channels_last: bool = False
+) -> Callable[[int], Callable[[], Any]]:
+    """For :func:`timed_sweep`: ``batch -> (lambda: conv(x))`` for one convolution layer's shape.
+
+    ``layer`` is a :class:`helpers.ops.Layer` of kind ``"conv"`` (``c_in``,
+    ``c_out``, ``kernel``, ``stride``, ``in_size``). The ``torch.nn.Conv2d`` has
+    the same channels, kernel and stride, padding ``kernel // 2``, no bias, no
+    gradients, random weights in ``dtype`` on ``dev``; ``x`` is a random batch of
+    ``in_size × in_size`` maps. ``channels_last=True`` stores both NHWC (the
+    layout GPU tensor cores want).
+    """
+    import torch
+
+    from . import bench
+
+    for attr in ("c_in", "c_out", "kernel", "stride", "in_size"):
+        if not hasattr(layer, attr):
+            raise ValueError(f"layer must be a convolution layer with {attr!r}")
+    tdtype = bench.torch_dtype(dtype)
+    dev = bench.device() if dev is None else torch.device(dev)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    conv = torch.nn.Conv2d(
+        layer.c_in,
+        layer.c_out,
+        layer.kernel,
+        layer.stride,
+        padding=layer.kernel // 2,
+        bias=False,
+        device=dev,
+        dtype=tdtype,
+    )
+    conv = conv.requires_grad_(False).to(memory_format=layout)  # type: ignore[call-overload]
+
+    def make(batch: int) -> Callable[[], Any]:
+        shape = (batch, layer.c_in, layer.in_size, layer.in_size)
+        x = torch.randn(shape, device=dev, dtype=tdtype).to(memory_format=layout)
+        return lambda: conv(x)
+
+    return make

@@ -389,15 +389,53 @@ def trim_trace(trace: Any, *, annotation: str | None = None) -> dict:
     return {"traceEvents": keep, "displayTimeUnit": "us"}
 
 
+class _QuietNative:
+    """Send what native code writes to file descriptors 1 and 2 to /dev/null (the profiler's USDT lines).
+
+    Python's own ``sys.stdout`` is untouched when it is not fd 1 (a notebook's is
+    a stream object), so a lab's prints still show.
+    """
+
+    def __enter__(self) -> None:
+        import os
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, ValueError):
+                pass
+        self._null = os.open(os.devnull, os.O_WRONLY)
+        self._saved = [os.dup(1), os.dup(2)]
+        os.dup2(self._null, 1)
+        os.dup2(self._null, 2)
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        for fd in (*self._saved, self._null):
+            os.close(fd)
+
+
 def record_trace(
-    fn: Any, path: Any, *, warmup: int = 2, annotation: str = "step"
+    fn: Any,
+    path: Any,
+    *,
+    warmup: int = 2,
+    steps: int = 5,
+    annotation: str = "step",
 ) -> dict:
-    """Profile one call of ``fn()`` with ``torch.profiler`` and write its trimmed Chrome trace to ``path``.
+    """Profile ``steps`` calls of ``fn()`` with ``torch.profiler``; write the fastest one's trimmed trace to ``path``.
 
     ``warmup`` untimed calls first (cuDNN's autotune, allocator growth), then
-    one call inside ``record_function(annotation)``, with CUDA activity when a
-    GPU is present (synchronized before the profile closes). Returns the
-    trimmed trace (:func:`trim_trace`), which :func:`timeline` reads.
+    ``steps`` calls, each inside its own ``record_function`` range, with CUDA
+    activity when a GPU is present (synchronized inside each range). The
+    fastest range is kept (on a shared machine another job can only slow a
+    step down, as in :func:`helpers.bench.time_fn`'s best-of-N use), trimmed to
+    its own events (:func:`trim_trace`) and renamed ``annotation``. Returns the
+    trimmed trace, which :func:`timeline` reads.
     """
     import json
     import os
@@ -410,24 +448,38 @@ def record_trace(
     if not callable(fn):
         raise TypeError("fn must be callable")
     warmup = _args.non_negative_int("warmup", warmup)
+    steps = _args.positive_int("steps", steps)
     for _ in range(warmup):
         fn()
     on_gpu = torch.cuda.is_available()
     if on_gpu:
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with profile(activities=activities) as prof:
-        with record_function(annotation):
-            fn()
-            if on_gpu:
-                torch.cuda.synchronize()
+    names = [f"{annotation}#{i}" for i in range(steps)]
+    with _QuietNative(), profile(activities=activities) as prof:
+        for name in names:
+            with record_function(name):
+                fn()
+                if on_gpu:
+                    torch.cuda.synchronize()
     handle, raw = tempfile.mkstemp(suffix=".json")
     os.close(handle)
     try:
         prof.export_chrome_trace(raw)
-        trimmed = trim_trace(raw, annotation=annotation)
+        data = load_trace(raw)
     finally:
         os.unlink(raw)
+    ranges = {
+        e["name"]: float(e.get("dur", 0))
+        for e in data["traceEvents"]
+        if e.get("cat") == "user_annotation" and e.get("name") in names
+    }
+    fastest = min(ranges, key=ranges.__getitem__)
+    trimmed = trim_trace(data, annotation=fastest)
+    for e in trimmed["traceEvents"]:
+        if e.get("name") == fastest:
+            e["name"] = annotation
+    trimmed["steps"] = f"fastest of {steps} profiled steps"
     Path(path).write_text(json.dumps(trimmed, separators=(",", ":")), encoding="utf-8")
     return trimmed
 
@@ -465,6 +517,7 @@ def plot_timeline(
         _, ax = plt.subplots(figsize=(9.0, 3.2))
     end = max(e.start + e.seconds for e in events)
     span = end or 1.0
+    scale, unit = (1e6, "µs") if span < 10e-3 else (1e3, "ms")
     cpu = [e for e in events if e.lane == "cpu" and e.depth < max_depth]
     gpu = [e for e in events if e.lane == "gpu"]
     depth_rows = max((e.depth for e in cpu), default=0) + 1
@@ -473,7 +526,7 @@ def plot_timeline(
         y = rows[("cpu", e.depth)] if e.lane == "cpu" else 0
         colour, hatch = _KIND_HATCH.get(e.kind, _KIND_HATCH["other"])
         ax.broken_barh(
-            [(1e6 * e.start, 1e6 * max(e.seconds, span * 1e-4))],
+            [(scale * e.start, scale * max(e.seconds, span * 1e-4))],
             (y - 0.4, 0.8),
             facecolors=colour,
             edgecolor="black",
@@ -483,7 +536,7 @@ def plot_timeline(
         if e.seconds >= label_min * span:
             short = e.name.replace("aten::", "")[:18]
             ax.text(
-                1e6 * (e.start + e.seconds / 2),
+                scale * (e.start + e.seconds / 2),
                 y,
                 short,
                 ha="center",
@@ -496,8 +549,8 @@ def plot_timeline(
     ]
     ax.set_yticks(range(depth_rows + 1), labels)
     ax.set_ylim(-0.6, depth_rows + 0.6)
-    ax.set_xlim(0, 1e6 * span)
-    ax.set_xlabel("time from the first event (µs)")
+    ax.set_xlim(0, scale * span)
+    ax.set_xlabel(f"time from the first event ({unit})")
     kinds = sorted({e.kind for e in cpu + gpu})
     ax.legend(
         handles=[
@@ -520,7 +573,7 @@ def plot_timeline(
 
 
 def resnet_bottleneck(*, c_in: int = 64, width: int = 64, c_out: int = 256) -> Any:
-    """A ResNet-50 bottleneck in eval mode: 1 × 1, 3 × 3, 1 × 1 convolutions, each with batch norm, and a projection shortcut.
+    """A ResNet-50 bottleneck in eval mode: 1 × 1, 3 × 3, 1 × 1 convolutions with batch norms, a projection shortcut.
 
     Stage 1's first block by default (64 → 64 → 256, shortcut 64 → 256): four
     convolutions, four batch norms, two ReLUs inside, the residual add and a
@@ -554,3 +607,33 @@ def resnet_bottleneck(*, c_in: int = 64, width: int = 64, c_out: int = 256) -> A
             return torch.relu(self.body(x) + self.shortcut(x))
 
     return Bottleneck().eval().requires_grad_(False)
+
+
+def profile_kinds(
+    fn: Any,
+) -> tuple[dict[str, tuple[int, float]], list[str]]:
+    """Profile one call of ``fn()`` and sum its work per kind: ``({kind: (count, seconds)}, unclassified)``.
+
+    On a GPU, every kernel with the operators that launched it
+    (:func:`launched_kernels`, classified by :func:`kernel_class`) and the names
+    of those classified neither way; on a CPU, the top-level operators by name
+    (a CPU runs each as one kernel), with nothing unclassified reported.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    if not callable(fn):
+        raise TypeError("fn must be callable")
+    on_gpu = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with _QuietNative(), profile(activities=activities) as prof:
+        fn()
+        if on_gpu:
+            torch.cuda.synchronize()
+    if on_gpu:
+        kernels = launched_kernels(prof.events())
+        return summarize(kernels), unclassified(kernels)
+    ops = [
+        (e.name, e.cpu_time_total / 1e6) for e in prof.events() if e.cpu_parent is None
+    ]
+    return summarize(ops), []

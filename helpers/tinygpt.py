@@ -42,6 +42,7 @@ KVCache = list[tuple[torch.Tensor, torch.Tensor]]
 
 
 def tiny_config(
+    *,
     n_layers: int = 4,
     d_model: int = 256,
     n_heads: int = 8,
@@ -78,7 +79,7 @@ def prefill_attention_pairs(tokens: int) -> tuple[int, float]:
 class RMSNorm(nn.Module):
     """Root-mean-square normalisation with a learned scale (Llama's norm)."""
 
-    def __init__(self, width: int, eps: float = 1e-5) -> None:
+    def __init__(self, width: int, *, eps: float = 1e-5) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(width))
         self.eps = eps
@@ -141,6 +142,7 @@ class Block(nn.Module):
         q: torch.Tensor,
         k_cache: torch.Tensor,
         v_cache: torch.Tensor,
+        *,
         causal: bool = False,
     ) -> torch.Tensor:
         """Softmax attention of ``q`` (``(b, n_heads, s, hd)``) over a cache (``(b, n_kv_heads, t, hd)``).
@@ -248,6 +250,7 @@ class TinyGPT(nn.Module):
     def __init__(
         self,
         config: ModelConfig | str,
+        *,
         dtype: str = "fp32",
         device: str | torch.device | None = None,
         seed: int = 0,
@@ -344,7 +347,7 @@ class TinyGPT(nn.Module):
                 f"kv_cache must be a list of {self.config.n_layers} (keys, values) pairs"
             )
 
-    def random_kv_cache(self, batch: int, context: int, seed: int = 0) -> KVCache:
+    def random_kv_cache(self, batch: int, context: int, *, seed: int = 0) -> KVCache:
         """A KV cache of ``context`` tokens for ``batch`` sequences filled with random numbers.
 
         For timing decode at long contexts without running the prefill first.
@@ -366,7 +369,7 @@ class TinyGPT(nn.Module):
         ]
 
     def decode_inputs(
-        self, batch: int, kv_cache: KVCache, seed: int = 0
+        self, batch: int, kv_cache: KVCache, *, seed: int = 0
     ) -> DecodeInputs:
         """Random queries (one per sequence and layer) ready for :meth:`decode_attention` over ``kv_cache``."""
         self._check_cache(kv_cache)

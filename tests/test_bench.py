@@ -39,7 +39,7 @@ def test_time_fn_spread_needs_four_repeats():
 @pytest.mark.slow
 def test_measure_memory_bandwidth_sane():
     """A 32 MiB copy gives a positive bandwidth below 1e13 B/s, and counts 2 bytes moved per byte copied."""
-    m = bench.measure_memory_bandwidth(32 << 20, repeats=3, dev=CPU)
+    m = bench.measure_memory_bandwidth(nbytes=32 << 20, repeats=3, dev=CPU)
     assert 0 < m.value < 1e13
     assert m.unit == "bytes/s" and m.work == 2 * (32 << 20)
     assert m.device == bench.device_name(CPU)
@@ -94,9 +94,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="warmup"):
         bench.time_fn(lambda: None, warmup=-1, dev=CPU)
     with pytest.raises(ValueError, match="nbytes"):
-        bench.measure_memory_bandwidth(0, dev=CPU)
+        bench.measure_memory_bandwidth(nbytes=0, dev=CPU)
     with pytest.raises(ValueError, match="nbytes"):
-        bench.measure_memory_bandwidth(2, dev=CPU)
+        bench.measure_memory_bandwidth(nbytes=2, dev=CPU)
     with pytest.raises(ValueError, match="n"):
         bench.measure_matmul_flops("fp32", n=0, dev=CPU)
 
@@ -130,13 +130,17 @@ class _SimGPU:
     and the GPU's own launch cost per kernel.
     """
 
-    def __init__(self, kernel, dispatch, launch=1e-6, capture_fails=False):
+    def __init__(
+        self, kernel, dispatch, launch=1e-6, capture_fails=False, replay_kernels=()
+    ):
         import contextlib
         import types
 
         self.kernel, self.dispatch, self.launch = kernel, dispatch, launch
-        self.capture_fails = capture_fails
-        self.log, self.capturing = [], None
+        # capture_fails: True (every capture raises) or n (captures from the n-th on raise);
+        # replay_kernels: per-call GPU seconds of the 1st, 2nd, ... captured graph's calls.
+        self.capture_fails, self.replay_kernels = capture_fails, tuple(replay_kernels)
+        self.log, self.capturing, self.captures = [], None, 0
         sim = self
 
         class Event:
@@ -155,16 +159,20 @@ class _SimGPU:
         class CUDAGraph:
             def __init__(self):
                 self.calls = 0
+                sim.captures += 1
+                index = min(sim.captures, len(sim.replay_kernels)) - 1
+                self.kernel = sim.replay_kernels[index] if index >= 0 else sim.kernel
 
             def replay(self):
-                sim.log.append(("graph", self.calls))
+                sim.log.append(("graph", self.calls, self.kernel))
 
         @contextlib.contextmanager
         def graph(g):
             sim.capturing = g
             try:
                 yield
-                if sim.capture_fails:
+                fails = sim.capture_fails
+                if fails is True or (fails and sim.captures >= fails):
                     raise RuntimeError(
                         "operation not permitted when stream is capturing"
                     )
@@ -182,6 +190,7 @@ class _SimGPU:
             Stream=Stream,
             stream=lambda s: contextlib.nullcontext(),
             current_stream=lambda: Stream(),
+            set_stream=lambda stream: None,
             synchronize=lambda dev=None: None,
             get_device_name=lambda dev=None: "Tesla T4",
         )
@@ -198,13 +207,13 @@ class _SimGPU:
             self.log.append(("eager", 1))
 
     def window(self, entries):
-        eager = sum(n for kind, n in entries if kind == "eager")
-        graphed = sum(n for kind, n in entries if kind == "graph")
+        eager = sum(entry[1] for entry in entries if entry[0] == "eager")
         t = 0.0
         if eager:
             t += self.dispatch + eager * max(self.kernel, self.dispatch)
-        if graphed:
-            t += self.dispatch + graphed * (self.kernel + self.launch)
+        for entry in entries:
+            if entry[0] == "graph":
+                t += self.dispatch + entry[1] * (entry[2] + self.launch)
         return t
 
 
@@ -262,6 +271,40 @@ def test_a_failed_graph_capture_warns_and_times_back_to_back(monkeypatch):
     assert t.median == pytest.approx(20e-6, rel=0.01)
 
 
+def test_graph_timing_divides_by_the_calls_the_replayed_graph_holds(monkeypatch):
+    """L4-3: each capture replays faster, so the third falls short of the window.
+
+    Eager: 20 µs calls, k = 50. Replays cost 10, 5 then 2.5 µs a call (launch 0), so the
+    captures hold 50, 99 and 197 calls; the third replay's window, 8 + 197 x 2.5 µs, is
+    divided by its own 197 calls (2.54 µs), not by a new estimate of about 394 (1.27 µs).
+    """
+    sim = _SimGPU(
+        kernel=20e-6, dispatch=8e-6, launch=0.0, replay_kernels=(10e-6, 5e-6, 2.5e-6)
+    )
+    monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
+    t = bench.time_amortized(sim.call, warmup=0, repeats=3, dev="cuda", graph=True)
+    assert t.method == "events, CUDA graph replay"
+    assert sim.captures == 3 and t.calls == 197
+    assert t.median == pytest.approx((8e-6 + 197 * 2.5e-6) / 197, rel=1e-6)
+
+
+def test_a_failed_recapture_falls_back_with_the_eager_call_count(monkeypatch):
+    """L4-3: the second capture raises; the fallback times the eager estimate's 50 calls
+    and divides by 50 (the old code divided 50 calls by the recapture's 99: 2x too fast)."""
+    sim = _SimGPU(
+        kernel=20e-6,
+        dispatch=8e-6,
+        launch=0.0,
+        capture_fails=2,
+        replay_kernels=(10e-6,),
+    )
+    monkeypatch.setattr(bench, "_torch", lambda: sim.torch)
+    with pytest.warns(RuntimeWarning, match="timing 50 back-to-back calls"):
+        t = bench.time_amortized(sim.call, warmup=0, repeats=3, dev="cuda", graph=True)
+    assert t.method == "events, back-to-back calls" and t.calls == 50
+    assert t.median == pytest.approx((8e-6 + 50 * 20e-6) / 50, rel=1e-6)
+
+
 def test_amortized_timer_on_the_cpu_is_per_call():
     """On the CPU k calls are timed by the clock and divided by k; a 0.2 ms call needs k = 5."""
     x = torch.ones(200_000)
@@ -286,3 +329,13 @@ def test_accelerator_from_measurements_keeps_the_given_ceilings_and_rejects_bad_
         bench.accelerator_from_measurements({"fp32": 0.0}, 2e10, dev=CPU)
     with pytest.raises(ValueError, match="memory_bandwidth"):
         bench.accelerator_from_measurements({"fp32": 4e10}, 0.0, dev=CPU)
+
+
+def test_cuda_graph_needs_a_gpu_and_a_callable():
+    with pytest.raises(TypeError, match="fn"):
+        bench.cuda_graph(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="calls"):
+        bench.cuda_graph(lambda: None, calls=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            bench.cuda_graph(lambda: None)

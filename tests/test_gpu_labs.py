@@ -130,6 +130,11 @@ def test_cpu_dry_run_starts_a_kernel_plans_and_packs(tmp_path, capsys):
     assert gpu_labs.main(["run", "--dry-run", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "kernel smoke test" in printed and "plan:" in printed
+    assert (
+        "self-test (exit status 0)" in printed
+        and "GPU seconds: estimate, NVIDIA H200" in printed
+    )
+    assert "predicted against measured" in printed  # the closing table
     files = list(tmp_path.iterdir())
     assert len(files) <= gpu_labs.MAX_FILES
     assert all(f.stat().st_size <= gpu_labs.MAX_FILE_BYTES for f in files)
@@ -139,7 +144,28 @@ def test_cpu_dry_run_starts_a_kernel_plans_and_packs(tmp_path, capsys):
     # Every lab is either packed or named as skipped (it did not fit the budget), in book order.
     assert sorted(manifest["files"] + manifest["skipped"]) == sorted(labs)
     assert manifest["files"] == [lab for lab in labs if lab in manifest["files"]]
-    assert manifest["files"], "at least one lab fits the budget"
+    assert manifest["files"] == labs and manifest["skipped"] == []  # all 7 (L4-1)
+
+
+def test_plan_is_the_dry_run():
+    """`tools/gpu_labs.py plan` is `run --dry-run` (the documented command)."""
+    import subprocess
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "gpu_labs.py"),
+            "plan",
+            "--labs",
+            "labs/lab1_roofline.ipynb",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "dry run: labs/lab1_roofline.ipynb not executed" in out.stdout
 
 
 def test_run_without_cuda_refuses_unless_dry(capsys):
@@ -188,34 +214,96 @@ def test_lab_cap_is_twice_the_plan_within_the_budget():
     assert gpu_labs.lab_cap_s(100, 150) == 150
 
 
-def test_a_lab_past_its_cap_is_killed_and_left_as_it_was(tmp_path):
+def test_a_lab_past_its_cap_is_killed_with_its_kernel_and_saved(tmp_path):
+    """L4-8, L4-10: at the cap the kernel (its own session) dies too, and what ran is saved."""
+    import os
+    import time
+
     nb = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(120)")]
+        cells=[
+            nbformat.v4.new_code_cell("import os\nprint(os.getpid())"),
+            nbformat.v4.new_code_cell("import time\ntime.sleep(120)"),
+        ]
     )
     path = tmp_path / "slow.ipynb"
     nbformat.write(nb, path)
-    before = path.read_bytes()
-    import time
-
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match="cap of 8 s"):
-        gpu_labs.execute_capped(path, 8)
-    assert time.monotonic() - started < 30
-    assert path.read_bytes() == before
+    # a cap long enough for a kernel to start on a loaded 2-core machine, far below the sleep
+    with pytest.raises(TimeoutError, match="cap of 30 s"):
+        gpu_labs.execute_capped(path, 30)
+    assert time.monotonic() - started < 30 + gpu_labs.TERM_GRACE_S + 20
+    saved = nbformat.read(path, as_version=4)
+    kernel_pid = int(saved.cells[0].outputs[0]["text"])
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(kernel_pid, 0)
+
+
+def test_a_failing_lab_is_saved_with_its_error(tmp_path):
+    """L4-10: the failing cell's error and the outputs before it stay in the notebook."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("print('Predicted against measured: 3 % off')"),
+            nbformat.v4.new_code_cell("assert 1 == 2, 'a check failed'"),
+            nbformat.v4.new_code_cell("print('never')"),
+        ]
+    )
+    path = tmp_path / "bad.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(RuntimeError, match="a check failed"):
+        gpu_labs.execute_capped(path, 120)
+    saved = nbformat.read(path, as_version=4)
+    assert saved.cells[1].outputs[0]["output_type"] == "error"
+    assert gpu_labs.prediction_lines(saved) == ["Predicted against measured: 3 % off"]
+
+
+def test_gpu_seconds_plan_from_the_gpu_not_the_cpu_run(tmp_path):
+    """L4-1: the plan reads the GPU's seconds (an unknown GPU gets the H200's), and a run writes
+    its measured seconds back for the next plan."""
+    times = gpu_labs.gpu_seconds("NVIDIA H200")
+    labs = gpu_labs.lab_paths()
+    assert {p.stem for p in labs} <= set(times)
+    assert gpu_labs.gpu_seconds("NVIDIA B200") == times
+    copy = tmp_path / "seconds.json"
+    copy.write_text(gpu_labs.GPU_SECONDS_FILE.read_text())
+    gpu_labs.record_gpu_seconds("NVIDIA B200", {"lab1_roofline": 12.34}, path=copy)
+    again = gpu_labs.gpu_seconds("NVIDIA B200", path=copy)
+    assert again["lab1_roofline"] == (12.3, "measured, NVIDIA B200")
+
+
+def test_the_h200_plan_runs_all_seven_labs_in_eight_minutes():
+    """L4-1: every lab fits (Lab 7 beside the GPU labs), with the benchmark's share held back."""
+    times = gpu_labs.gpu_seconds("NVIDIA H200")
+    labs = gpu_labs.lab_paths()
+    serial = [
+        (p, times[p.stem][0]) for p in labs if p.stem not in gpu_labs.CPU_ONLY_LABS
+    ]
+    beside = [(p, times[p.stem][0]) for p in labs if p.stem in gpu_labs.CPU_ONLY_LABS]
+    plan = gpu_labs.make_plan(
+        serial,
+        gpu_labs.DEFAULT_BUDGET_S,
+        beside=beside,
+        selftest_s=gpu_labs.SELFTEST_PLAN_S,
+    )
+    assert plan.skipped == () and len(plan.run) + len(plan.beside) == 7
+    assert plan.planned_s <= gpu_labs.DEFAULT_BUDGET_S <= 480
+    assert "beside  labs/lab7_kv_pool.ipynb" in plan.describe()
 
 
 def test_results_are_packed_after_every_lab(tmp_path, monkeypatch):
-    """A lab that hangs is named as failed; the labs before it are already packed (J14)."""
+    """A lab that hangs is named as failed and still packed; the labs before it are packed before the next starts (J14)."""
     labs = gpu_labs.lab_paths()[:3]
     calls = []
 
-    def fake_execute(path, cap):
+    def fake_execute(path, cap, *, cores=None):
         calls.append((path.name, cap))
         if path == labs[1]:
             raise TimeoutError(f"stopped after its cap of {cap:.0f} s")
         if path == labs[2]:  # the first lab is in OUT before the third starts
             manifest = json.loads((tmp_path / "gpu-labs-manifest.json").read_text())
-            assert manifest["files"] == [str(labs[0].relative_to(ROOT))]
+            # the hung lab is packed too, saved with what ran (L4-10), and named as failed
+            assert manifest["files"] == [str(p.relative_to(ROOT)) for p in labs[:2]]
+            assert manifest["failed"] == [str(labs[1].relative_to(ROOT))]
             assert manifest["complete"] is False
         return 1.0
 
@@ -225,6 +313,13 @@ def test_results_are_packed_after_every_lab(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_labs, "_device", lambda: ("Fake GPU", True))
     monkeypatch.setattr(gpu_labs, "kernel_smoke_test", lambda imports=(): 0.1)
     monkeypatch.setattr(gpu_labs, "execute_capped", fake_execute)
+    monkeypatch.setattr(gpu_labs, "run_selftest", lambda cap_s=0: (0, "PASS  fake"))
+    recorded = []
+    monkeypatch.setattr(
+        gpu_labs,
+        "record_gpu_seconds",
+        lambda device, seconds: recorded.append((device, seconds)),
+    )
     monkeypatch.setattr(gpu_labs.subprocess, "run", lambda *a, **k: Done())
     args = ["run", "--out", str(tmp_path), "--labs"] + [
         str(p.relative_to(ROOT)) for p in labs
@@ -235,7 +330,11 @@ def test_results_are_packed_after_every_lab(tmp_path, monkeypatch):
     manifest = json.loads((tmp_path / "gpu-labs-manifest.json").read_text())
     assert manifest["complete"] is True
     assert manifest["failed"] == [str(labs[1].relative_to(ROOT))]
-    assert str(labs[1].relative_to(ROOT)) not in manifest["files"]
+    assert manifest["files"] == [str(p.relative_to(ROOT)) for p in labs] + [
+        "tools/gpu_lab_seconds.json"
+    ]
+    # the measured seconds of the labs that finished plan the next run on this GPU (L4-1)
+    assert recorded == [("Fake GPU", {labs[0].stem: 1.0, labs[2].stem: 1.0})]
 
 
 # What the H200 image documents besides torch and numpy that the labs' imports reach (its package
@@ -315,3 +414,15 @@ def test_dry_run_in_a_fresh_venv_like_the_gpu_image(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "imports of the labs" in proc.stdout
+
+
+def test_carried_traces_become_mooncake_traces_unless_set(tmp_path, monkeypatch):
+    """`make gpu-wheels` carries the traces in .whl/mooncake-traces; the run points Lab 6 at them."""
+    assert gpu_labs.use_carried_wheels(tmp_path / "none") == []
+    (tmp_path / "mooncake-traces").mkdir()
+    monkeypatch.delenv("MOONCAKE_TRACES", raising=False)
+    assert gpu_labs.use_carried_wheels(tmp_path) == [
+        f"MOONCAKE_TRACES={tmp_path / 'mooncake-traces'}"
+    ]
+    monkeypatch.setenv("MOONCAKE_TRACES", "/elsewhere")
+    assert gpu_labs.use_carried_wheels(tmp_path) == []

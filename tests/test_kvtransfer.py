@@ -196,22 +196,40 @@ def test_mla_messages_are_one_latent_per_layer():
 
 def test_rendezvous_comes_from_the_environment():
     """MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE name the rendezvous; none set means 'both here'."""
-    env = {
+    launcher = {
         "MASTER_ADDR": "node-a",
         "MASTER_PORT": "29500",
         "RANK": "1",
-        "WORLD_SIZE": "2",
+        "WORLD_SIZE": "8",
     }
+    # L4-7: a launcher's variables alone are not a request to join (its job is not ours)
+    assert kvtransfer.rendezvous_from_env(environ=launcher) is None
+    env = {**launcher, "WORLD_SIZE": "2", "KV_LAB_RENDEZVOUS": "env"}
     r = kvtransfer.rendezvous_from_env(environ=env)
     assert r == kvtransfer.Rendezvous("node-a", 29500, 1, 2)
-    assert r.environ() == env
-    assert kvtransfer.rendezvous_from_env(environ={}) is None
+    assert r.environ() == {k: v for k, v in env.items() if k != "KV_LAB_RENDEZVOUS"}
+    assert kvtransfer.rendezvous_from_env(environ={"KV_LAB_RENDEZVOUS": "env"}) is None
     with pytest.raises(ValueError, match="MASTER_PORT, RANK, WORLD_SIZE"):
-        kvtransfer.rendezvous_from_env(environ={"MASTER_ADDR": "node-a"})
+        kvtransfer.rendezvous_from_env(
+            environ={"MASTER_ADDR": "node-a", "KV_LAB_RENDEZVOUS": "env"}
+        )
     with pytest.raises(ValueError, match="RANK"):
         kvtransfer.rendezvous_from_env(environ={**env, "RANK": "x"})
     with pytest.raises(ValueError, match="WORLD_SIZE"):
         kvtransfer.rendezvous_from_env(environ={**env, "WORLD_SIZE": "4"})
+
+
+def test_spawned_workers_take_gpus_by_rank_not_local_rank(monkeypatch):
+    """L4-7: with LOCAL_RANK=3 left by a launcher, spawned NCCL workers still use GPUs 0 and 1."""
+    import torch
+
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    spec = {"device": "cuda", "spawned": True}
+    devices = [kvtransfer._worker_device("nccl", r, spec) for r in (0, 1)]
+    assert [d.index for d in devices] == [0, 1]
+    joined = kvtransfer._worker_device("nccl", 1, {"device": "cuda"})
+    assert joined.index == 3  # a rendezvous across machines keeps its LOCAL_RANK
     with pytest.raises(ValueError, match="MASTER_PORT"):
         kvtransfer.Rendezvous("node-a", 0, 0)
 

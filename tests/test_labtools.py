@@ -78,7 +78,9 @@ def test_measure_sweep_with_a_real_bench_measurement():
 
     sweep = labtools.measure_sweep(
         [1 << 20, 4 << 20],
-        lambda nbytes: bench.measure_memory_bandwidth(nbytes, repeats=3, dev="cpu"),
+        lambda nbytes: bench.measure_memory_bandwidth(
+            nbytes=nbytes, repeats=3, dev="cpu"
+        ),
         progress=False,
     )
     assert [m.work for m in sweep.values()] == [2.0 * (1 << 20), 2.0 * (4 << 20)]
@@ -218,19 +220,19 @@ def test_batch_sweep_sizes_put_the_knee_inside():
 
 def test_layers_have_the_modelled_shapes_and_no_bias():
     """make_linear has no bias (its cost is exactly ops.linear_cost); make_mlp maps d_model -> d_ff -> d_model."""
-    layer = labtools.make_linear(8, 4, "fp32", "cpu")
+    layer = labtools.make_linear(8, 4, "fp32", dev="cpu")
     assert (
         layer.bias is None
         and tuple(layer.weight.shape) == (4, 8)
         and not layer.weight.requires_grad
     )
-    mlp = labtools.make_mlp(8, 32, "fp32", "cpu")
-    call = labtools.batch_caller(mlp, 8, "fp32", "cpu")(5)
+    mlp = labtools.make_mlp(8, 32, "fp32", dev="cpu")
+    call = labtools.batch_caller(mlp, 8, "fp32", dev="cpu")(5)
     assert tuple(call().shape) == (5, 8)
     with pytest.raises(ValueError, match="d_in"):
-        labtools.make_linear(0, 4, "fp32", "cpu")
+        labtools.make_linear(0, 4, "fp32", dev="cpu")
     with pytest.raises(TypeError, match="module"):
-        labtools.batch_caller(3, 8, "fp32", "cpu")
+        labtools.batch_caller(3, 8, "fp32", dev="cpu")
 
 
 def test_measured_ceilings_is_the_best_of_several(monkeypatch):
@@ -245,20 +247,20 @@ def test_measured_ceilings_is_the_best_of_several(monkeypatch):
         return Accelerator("measured: fake", {"fp32": peak}, bw, 1e9, "fake")
 
     monkeypatch.setattr(bench, "measured_accelerator", fake)
-    acc = labtools.measured_ceilings(("fp32",), tries=3)
+    acc = labtools.measured_ceilings(dtypes=("fp32",), tries=3)
     assert (
         acc.flops("fp32") == 3e9
         and acc.memory_bandwidth == 2e9
         and acc.name == "measured: fake"
     )
     with pytest.raises(ValueError, match="tries"):
-        labtools.measured_ceilings(("fp32",), tries=0)
+        labtools.measured_ceilings(dtypes=("fp32",), tries=0)
 
 
 @pytest.mark.slow
 def test_measured_ceilings_on_this_cpu():
     """A real quick measurement on the CPU gives positive ceilings no larger than a generous physical bound."""
-    acc = labtools.measured_ceilings(("fp32",), dev="cpu", tries=2, quick=True)
+    acc = labtools.measured_ceilings(dtypes=("fp32",), dev="cpu", tries=2, quick=True)
     assert 0 < acc.flops("fp32") < 1e14 and 0 < acc.memory_bandwidth < 2e12
 
 
@@ -510,3 +512,14 @@ def test_extra_weight_passes_counts_growth_in_weight_passes():
     )
     with pytest.raises(ValueError, match="weight_bytes"):
         labtools.extra_weight_passes(1.0, 2.0, weight_bytes=0, bandwidth=1.0)
+
+
+def test_conv_caller_builds_the_layers_convolution():
+    """A layer's shape becomes a Conv2d call whose output has the layer's channels and stride."""
+    from types import SimpleNamespace
+
+    layer = SimpleNamespace(c_in=3, c_out=8, kernel=3, stride=2, in_size=16)
+    out = labtools.conv_caller(layer, "fp32", dev="cpu")(2)()
+    assert tuple(out.shape) == (2, 8, 8, 8)
+    with pytest.raises(ValueError, match="c_in"):
+        labtools.conv_caller(SimpleNamespace(), "fp32", dev="cpu")

@@ -304,3 +304,18 @@ def test_the_committed_cpu_trace_is_one_small_step_of_a_bottleneck():
     top = [e for e in events if e.depth == 1]
     assert [e.name for e in top].count("aten::conv2d") == 4
     assert {e.lane for e in events} == {"cpu"}
+
+
+def test_record_trace_and_profile_kinds_on_this_machine(tmp_path):
+    """A real profile of one bottleneck: four convolutions at depth 1, written as a small trace."""
+    torch = pytest.importorskip("torch")
+    block = profiling.resnet_bottleneck(c_in=8, width=8, c_out=16)
+    x = torch.randn(1, 8, 8, 8)
+    trace = profiling.record_trace(lambda: block(x), tmp_path / "t.json", warmup=1)
+    assert (tmp_path / "t.json").stat().st_size < 200_000
+    top = [e.name for e in profiling.timeline(trace) if e.depth == 1]
+    assert top.count("aten::conv2d") == 4
+    kinds, unknown = profiling.profile_kinds(lambda: block(x))
+    assert kinds["matrix"][0] >= 4 and kinds["elementwise"][0] >= 3 and unknown == []
+    with pytest.raises(ValueError, match="width"):
+        profiling.resnet_bottleneck(width=0)
