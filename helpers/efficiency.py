@@ -44,7 +44,9 @@ def _rows(name: str) -> tuple[dict[str, str], ...]:
 
 
 def table(name: str) -> tuple[dict[str, str], ...]:
-    """The rows of ``helpers/data/efficiency/<name>.csv`` (``gemm``, ``attention``, ``collectives``, ``host``), as strings.
+    """The rows of ``helpers/data/efficiency/<name>.csv``, as strings.
+
+    ``name``: ``gemm``, ``attention``, ``collectives`` or ``host``.
 
     >>> all(row["source"] for row in table("gemm"))
     True
@@ -114,7 +116,7 @@ def gemm_floor(acc: str | Accelerator) -> GemmFloor:
 
     >>> g = gemm_floor("H100")
     >>> round(g.floor_s * 1e6, 1), round(g.memory_fraction, 2)
-    (4.3, 0.93)
+    (4.0, 0.93)
     """
     gen = dispatch.generation(acc)
     fit = _gemm_fit(gen)

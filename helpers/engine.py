@@ -408,7 +408,10 @@ class _Sim:
         closed_loop: int | None,
         n_requests: int,
     ) -> dict[str, np.ndarray | float | int]:
-        """Serve ``n_requests``; ``closed_loop`` clients (each sends its next request when one finishes) or open ``arrivals``."""
+        """Serve ``n_requests`` from ``closed_loop`` clients or at open ``arrivals``.
+
+        A closed-loop client sends its next request when one finishes.
+        """
         I, O = self.I, self.O
         bs = self.pre.block_size
         cap_tokens = self.cap.kv_tokens
@@ -428,7 +431,9 @@ class _Sim:
         waiting: deque[int] = deque()
         prefilling: deque[int] = deque()  # admitted, prompt not finished
         done_prefill = np.zeros(n_requests, dtype=np.int64)
-        generated = np.zeros(n_requests, dtype=np.int64)
+        gen0 = np.zeros(
+            n_requests, dtype=np.int64
+        )  # tokens generated before an eviction
         decoding: dict[int, int] = {}  # id -> iteration at which it finishes
         fin_heap: list[tuple[int, int]] = []
         kv_sum = 0.0  # cached tokens of the decoding sequences
@@ -446,7 +451,8 @@ class _Sim:
             return -(-tokens // bs)
 
         def need_blocks(rid: int) -> int:
-            return blocks_of(I + int(math.ceil(reserve * O)))
+            g = int(gen0[rid])
+            return blocks_of(I + g + int(math.ceil(reserve * (O - g))))
 
         cap_blocks = cap_tokens // bs
         order = np.argsort(arrive, kind="stable") if closed_loop is None else None
@@ -529,7 +535,7 @@ class _Sim:
                 for rid in prefilling:
                     if left <= 0:
                         break
-                    rest = I - int(done_prefill[rid])
+                    rest = I + int(gen0[rid]) - int(done_prefill[rid])
                     c = min(rest, left)
                     chunks.append((c, int(done_prefill[rid])))
                     left -= c
@@ -550,9 +556,10 @@ class _Sim:
                     done_prefill[rid] += c
                 for rid in finishing:
                     prefilling.remove(rid)
-                    first[rid] = now
-                    generated[rid] = 1
-                    if O == 1:
+                    if math.isnan(first[rid]):
+                        first[rid] = now
+                    left_to_decode = O - int(gen0[rid]) - 1
+                    if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
                         blocks_used -= need_blocks(rid)
@@ -560,9 +567,9 @@ class _Sim:
                             arrive[sent] = now
                             sent += 1
                         continue
-                    decoding[rid] = it + O - 1
-                    heapq.heappush(fin_heap, (it + O - 1, rid))
-                    kv_sum += I + 1
+                    decoding[rid] = it + left_to_decode
+                    heapq.heappush(fin_heap, (it + left_to_decode, rid))
+                    kv_sum += I + int(gen0[rid]) + 1
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
@@ -572,11 +579,7 @@ class _Sim:
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
-                blocks_used -= max(need_blocks(rid), blocks_of(I + O))
-                if reserve < 1.0:
-                    blocks_used += need_blocks(rid) - blocks_of(
-                        I + int(math.ceil(reserve * O))
-                    )
+                blocks_used -= blocks_of(I + O) if reserve < 1.0 else need_blocks(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
                     sent += 1
@@ -591,6 +594,7 @@ class _Sim:
                 kv_sum -= I + gen
                 blocks_used -= blocks_of(I + gen)
                 done_prefill[rid] = 0
+                gen0[rid] = gen
                 waiting.appendleft(rid)
                 preemptions += 1
         return {

@@ -90,7 +90,9 @@ per-tensor scales, negligible.
 """
 
 DEQUANT_OPS_PER_ELEMENT = 4
-"""Vector operations to restore one low-bit weight in a mixed-precision GEMM (unpack, convert, scale, and the zero point or sign).
+"""Vector operations to restore one low-bit weight in a mixed-precision GEMM.
+
+Unpack, convert, scale, and apply the zero point or sign.
 
 Charged once per weight element per 128-row output tile (each thread block
 restores the weights it multiplies), on the vector (CUDA-core) roof, in
@@ -111,7 +113,10 @@ KERNEL_CLASSES = (
 
 
 def weight_bytes_per_element(weight_dtype: str) -> float:
-    """Bytes one weight element takes in ``weight_dtype`` (:data:`WEIGHT_BYTES`); ``KeyError`` naming the parameter if unknown."""
+    """Bytes one weight element takes in ``weight_dtype`` (:data:`WEIGHT_BYTES`).
+
+    Raises ``KeyError`` naming the parameter for an unknown precision.
+    """
     key = _validate.name("weight_dtype", weight_dtype)
     if key not in WEIGHT_BYTES:
         raise KeyError(
@@ -191,9 +196,9 @@ def prefill_attention_efficiency(
     rule). The product is the share kept; 1 only for long sequences.
 
     >>> round(prefill_attention_efficiency(512, 32, "H100"), 2)
-    0.61
+    0.78
     >>> round(prefill_attention_efficiency(8192, 32, "H100"), 2)
-    0.99
+    0.95
     """
     tokens = _validate.positive_int("tokens", tokens)
     heads = _validate.positive_int("heads", heads)
@@ -345,7 +350,10 @@ class _Pricer:
     def linear_part(
         self, tokens: int
     ) -> tuple[float, float, float, float, float, float]:
-        """(gemm_s, elementwise_s, tp_comm_s, ep_comm_s, floors_s, kernels) for ``tokens`` tokens of one step, all layers."""
+        """Token-proportional part of a step of ``tokens`` tokens, all layers.
+
+        ``(gemm_s, elementwise_s, tp_comm_s, ep_comm_s, floors_s, kernels, flops, bytes)``.
+        """
         hit = self._cache.get(tokens)
         if hit is not None:
             return hit
@@ -354,7 +362,7 @@ class _Pricer:
         # dp attention: each GPU runs 1/tp of the tokens through attention projections
         attn_rows = tokens / tp if cfg.dp_attention else tokens
         gemm_s = elem_s = comm_s = ep_s = floors = 0.0
-        kernels = 0
+        kernels = 0.0
         flops = nbytes = 0.0
         d = m.d_model
         act = 2.0  # activations between kernels stay 16-bit
@@ -476,7 +484,10 @@ class _Pricer:
     def decode_attention(
         self, seqs: int, kv_tokens: float
     ) -> tuple[float, float, float]:
-        """(seconds, flops, bytes) of decode attention over all layers: ``seqs`` queries reading ``kv_tokens`` cached tokens in all."""
+        """(seconds, flops, bytes) of decode attention over all layers.
+
+        ``seqs`` queries read ``kv_tokens`` cached tokens in all.
+        """
         if seqs <= 0:
             return 0.0, 0.0, 0.0
         m = self.cfg.model
@@ -546,7 +557,7 @@ class _Pricer:
 
 
 def imbalance(assignments: float, ep: int) -> float:
-    """Expected load of the busiest of ``ep`` expert-parallel GPUs over the mean, for ``assignments`` token-expert pairs.
+    """Load of the busiest of ``ep`` expert-parallel GPUs over the mean, for ``assignments`` token-expert pairs.
 
     With uniform, independent routing each pair lands on a given GPU with
     probability ``p = 1 / ep``, so a GPU's load is binomial with mean
@@ -558,7 +569,7 @@ def imbalance(assignments: float, ep: int) -> float:
     bound on the imbalance. 1 GPU: 1.
 
     >>> round(imbalance(128 * 8, 8), 3)
-    1.179
+    1.169
     """
     assignments = _validate.positive("assignments", assignments)
     ep = _validate.positive_int("ep", ep)
@@ -847,7 +858,10 @@ def prefill_step(
 
 
 def token_grid(max_tokens: int) -> np.ndarray:
-    """Token counts at which :func:`token_table` prices a step exactly: every count to 64, then every 16th to 1024, then steps of about 4 %."""
+    """Token counts at which :func:`token_table` prices a step exactly.
+
+    Every count to 64, then every 16th to 1024, then steps of about 4 %.
+    """
     max_tokens = _validate.positive_int("max_tokens", max_tokens)
     points = set(range(1, min(max_tokens, 64) + 1))
     points.update(range(64, min(max_tokens, 1024) + 1, 16))
@@ -860,7 +874,9 @@ def token_grid(max_tokens: int) -> np.ndarray:
 
 
 def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(grid, seconds)``: the token-proportional kernels' time (GEMMs, elementwise, collectives and their floors) at :func:`token_grid`.
+    """``(grid, seconds)``: the token-proportional kernels' time at :func:`token_grid`.
+
+    GEMMs, elementwise kernels, collectives and their floors.
 
     Between grid points the time is interpolated linearly (``numpy.interp``);
     the step functions price exact counts, the engine the interpolation.
