@@ -67,7 +67,14 @@ class EnginePreset:
     max_seqs_small : int
         The same on the rest.
     memory_fraction : float
-        Share of each GPU's memory the engine uses (weights, activations, graphs, KV).
+        Share of memory the engine uses, read as ``memory_rule`` says.
+    memory_rule : {'total', 'static', 'free'}
+        ``'total'`` (vLLM's ``gpu_memory_utilization``): the share of the
+        GPU's memory holds weights, activation peak, CUDA graphs and KV;
+        ``'static'`` (SGLang's ``mem_fraction_static``): it holds weights and
+        KV only, activations and graphs live in the rest; ``'free'``
+        (TensorRT-LLM's ``free_gpu_memory_fraction``): KV gets the share of
+        what weights, activations and graphs leave free.
     block_size : int
         Tokens per KV block (page).
     graph_sizes : tuple of int
@@ -95,6 +102,7 @@ class EnginePreset:
     max_seqs: int
     max_seqs_small: int
     memory_fraction: float
+    memory_rule: str
     block_size: int
     graph_sizes: tuple[int, ...]
     reserve_output: float
@@ -122,6 +130,7 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             1024,
             256,
             0.9,
+            "total",
             16,
             _VLLM_GRAPHS,
             0.0,
@@ -142,6 +151,7 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             4096,
             1024,
             0.88,
+            "static",
             1,
             _SGLANG_GRAPHS,
             0.1,
@@ -162,6 +172,7 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             2048,
             2048,
             0.9,
+            "free",
             32,
             _TRT_GRAPHS,
             1.0,
@@ -232,12 +243,15 @@ def kv_capacity(
 ) -> Capacity:
     """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
 
-    Per GPU: ``memory_fraction * capacity`` less the weights it stores
-    (``param_count * bytes / tp``; with ``dp_attention`` the attention
-    weights whole on every GPU), less the activation peak of a full-budget
-    step (the widest layer's input and output for every budget token, and
-    fp32 logits for every sequence), less the CUDA graphs' pool; the rest in
-    KV blocks, ``floor(rest / (block_size * bytes per token))`` of them.
+    Per GPU, with ``memory_rule`` ``'total'`` (vLLM): ``memory_fraction *
+    capacity`` less the weights it stores (``param_count * bytes / tp``; with
+    ``dp_attention`` the attention weights whole on every GPU), less the
+    activation peak of a full-budget step (the widest layer's input and
+    output for every budget token, and fp32 logits for every sequence), less
+    the CUDA graphs' pool; ``'static'`` (SGLang): ``memory_fraction *
+    capacity`` less the weights; ``'free'`` (TensorRT-LLM):
+    ``memory_fraction`` of what the weights, activations and graphs leave.
+    The rest is KV blocks, ``floor(rest / (block_size * bytes per token))``.
     A replica holds ``blocks * block_size`` tokens per KV group (``tp``
     groups under ``dp_attention``, and for MLA, whose latent every GPU of a
     head-sharded group stores whole, one).
@@ -287,7 +301,13 @@ def kv_capacity(
         budget * (2 * widest / tp + 4 * m.d_model) * 2.0
         + seqs * m.vocab_size * 4.0 / tp
     )
-    usable = frac * device.memory_capacity - weights - act - pre.graph_pool_bytes
+    capacity = device.memory_capacity
+    if pre.memory_rule == "static":
+        usable = frac * capacity - weights
+    elif pre.memory_rule == "free":
+        usable = frac * (capacity - weights - act - pre.graph_pool_bytes)
+    else:
+        usable = frac * capacity - weights - act - pre.graph_pool_bytes
     per_token = _kv_per_token_per_gpu(m, kv, tp, dp_attention)
     blocks = max(0, int(usable // (pre.block_size * per_token)))
     groups = tp if dp_attention else 1
