@@ -347,6 +347,8 @@ class ServeResult:
         Iterations simulated (one replica).
     preemptions : int
         Requests evicted and recomputed because the KV cache filled.
+    peak_batch : int
+        The most sequences that ran in one iteration (one replica).
     """
 
     output_tokens_per_s: float
@@ -361,6 +363,7 @@ class ServeResult:
     kv_tokens: int = 0
     iterations: int = 0
     preemptions: int = 0
+    peak_batch: int = 0
 
 
 class _Sim:
@@ -463,6 +466,7 @@ class _Sim:
         it = 0
         busy_seq_time = 0.0
         preemptions = 0
+        peak = 0
         trace_t = [0.0]
         trace_tok = [0.0]
         out_tokens = 0.0
@@ -502,6 +506,7 @@ class _Sim:
                 prefilling.append(rid)
                 blocks_used += nb
                 running += 1
+            peak = max(peak, running)
             if not decoding and not prefilling:
                 if waiting and blocks_used == 0:
                     raise ValueError(
@@ -625,6 +630,7 @@ class _Sim:
             "iterations": it,
             "busy": busy_seq_time,
             "preemptions": preemptions,
+            "peak": peak,
             "trace_t": np.array(trace_t),
             "trace_tok": np.array(trace_tok),
         }
@@ -859,6 +865,7 @@ def serve(
         kv_tokens=cap.kv_tokens,
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
+        peak_batch=int(out["peak"]),  # type: ignore[call-overload]
     )
 
 
