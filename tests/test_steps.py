@@ -154,3 +154,11 @@ def test_bad_chunks():
         steps.mixed_step("llama-3-8b", "H100")
     with pytest.raises(ValueError, match="pad_to"):
         steps.mixed_step("llama-3-8b", "H100", decode_batch=8, pad_to=4)
+
+
+def test_nvfp4_runs_natively_only_on_blackwell():
+    assert steps.compute_dtype("B200", "fp4", "fp4") == "fp4"
+    assert steps.compute_dtype("H100", "fp4", "bf16") == "bf16"  # dequantised, W4A16
+    assert steps.default_act_dtype("B200", "fp4") == "fp4"
+    with pytest.raises(ValueError, match="act_dtype"):
+        steps.decode_step("llama-3-8b", 10, "H100", weight_dtype="fp4", act_dtype="fp4")
