@@ -162,3 +162,23 @@ def test_nvfp4_runs_natively_only_on_blackwell():
     assert steps.default_act_dtype("B200", "fp4") == "fp4"
     with pytest.raises(ValueError, match="act_dtype"):
         steps.decode_step("llama-3-8b", 10, "H100", weight_dtype="fp4", act_dtype="fp4")
+
+
+def test_kv_dtype_extends_the_bounds_and_keeps_their_defaults():
+    from helpers import llm
+
+    assert llm.decode_cost("llama-3-8b", 100, kv_dtype=None) == llm.decode_cost(
+        "llama-3-8b", 100
+    )
+    assert llm.prefill_cost("llama-3-8b", 100, kv_dtype="bf16") == llm.prefill_cost(
+        "llama-3-8b", 100
+    )
+    b16 = inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8)
+    b8 = inference.max_decode_batch(
+        "llama-3-70b", 4096, "H100", n_gpus=8, kv_dtype="fp8"
+    )
+    assert b8 in (2 * b16, 2 * b16 + 1)
+    lo = inference.decode_step_time(
+        "llama-3-8b", 8000, "H100", batch=64, kv_dtype="fp8"
+    )
+    assert lo < inference.decode_step_time("llama-3-8b", 8000, "H100", batch=64)
