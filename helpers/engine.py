@@ -520,6 +520,8 @@ class _Sim:
                     continue
                 break
             b = len(decoding)
+            while fin_heap and decoding.get(fin_heap[0][1]) != fin_heap[0][0]:
+                heapq.heappop(fin_heap)  # drop stale entries of evicted sequences
             if not prefilling:
                 # decode-only: jump to the next finish (or arrival that could be admitted)
                 next_fin = fin_heap[0][0] if fin_heap else it + 1
@@ -599,8 +601,10 @@ class _Sim:
                 trace_tok.append(out_tokens)
             # finishes
             while fin_heap and fin_heap[0][0] <= it:
-                _, rid = heapq.heappop(fin_heap)
-                decoding.pop(rid, None)
+                f, rid = heapq.heappop(fin_heap)
+                if decoding.get(rid) != f:
+                    continue  # evicted since: a stale entry
+                del decoding[rid]
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
@@ -611,10 +615,10 @@ class _Sim:
             blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
-                rid = max(decoding, key=lambda r: decoding[r])
+                rid = next(
+                    reversed(decoding)
+                )  # the latest to join (its heap entry goes stale)
                 end = decoding.pop(rid)
-                fin_heap = [(f, r) for f, r in fin_heap if r != rid]
-                heapq.heapify(fin_heap)
                 gen = O - (end - it)
                 kv_sum -= I + gen
                 blocks_used -= blocks_of(I + gen)

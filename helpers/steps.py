@@ -308,6 +308,8 @@ class _Pricer:
         self.attn_gemms = _dense_gemms(m, cfg.tp, self.attn_tp)
         self.kv_token_layer = self._kv_bytes_per_token_layer()
         self._cache: dict[int, tuple[float, float, float, float, float, float]] = {}
+        self._heads: dict[int, tuple[float, float, float, float]] = {}
+        self._attn_eff: dict[tuple[int, int], float] = {}
 
     # ---- pieces -------------------------------------------------------
     def _kv_bytes_per_token_layer(self) -> float:
@@ -526,9 +528,13 @@ class _Pricer:
                 continue
             pairs = tokens * prefix + tokens * (tokens + 1) / 2
             flops = pairs * m.attention_flops_per_pair(absorbed=False) / group
-            eff = self.attn.prefill_compute * prefill_attention_efficiency(
-                tokens + prefix, heads, self.cfg.acc
-            )
+            key = (tokens + prefix, heads)
+            share = self._attn_eff.get(key)
+            if share is None:
+                share = self._attn_eff[key] = prefill_attention_efficiency(
+                    tokens + prefix, heads, self.cfg.acc
+                )
+            eff = self.attn.prefill_compute * share
             nbytes = (prefix + tokens) * self.kv_token_layer
             t = max(
                 flops / (self.peak16 * eff),
@@ -545,6 +551,12 @@ class _Pricer:
         """(lm_head_s, sampling_s, floors_s, kernels) for ``seqs`` sequences that need a next token."""
         if seqs <= 0:
             return 0.0, 0.0, 0.0, 0.0
+        hit = self._heads.get(seqs)
+        if hit is None:
+            hit = self._heads[seqs] = self._head(seqs)
+        return hit
+
+    def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
         vocab = m.vocab_size // self.cfg.tp
         lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
