@@ -236,7 +236,30 @@ def busbw_fraction(link_name: str, *, algorithm: str = "ring") -> float:
     return float(row["busbw"]) / get_link(row["link"]).bandwidth
 
 
+def eager_dispatch_s(framework: str = "PyTorch eager") -> float:
+    """CPU time an eager framework spends issuing one operator (s), from ``host.csv``, with its source.
+
+    PyTorch eager: 1.2 us per elementwise op (a published loop of ``x + y``
+    on small CUDA tensors). Ops that pick a cuBLAS or cuDNN algorithm
+    spend more, so for a network of convolutions this is a lower bound; pass
+    it as ``dispatch_s`` to :func:`helpers.dispatch.stream_time`.
+
+    >>> eager_dispatch_s()
+    1.2e-06
+    """
+    for row in _rows("host"):
+        if (
+            row["framework"].lower() == framework.lower()
+            and row["quantity"] == "dispatch_s_per_op"
+        ):
+            return float(row["value"])
+    raise KeyError(
+        f"framework {framework!r} has no published dispatch time in host.csv"
+    )
+
+
 __all__ = [
+    "eager_dispatch_s",
     "AttentionFractions",
     "GemmFloor",
     "attention_fractions",
