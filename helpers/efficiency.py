@@ -236,7 +236,7 @@ def busbw_fraction(link_name: str, *, algorithm: str = "ring") -> float:
     return float(row["busbw"]) / get_link(row["link"]).bandwidth
 
 
-def eager_dispatch_s(framework: str = "PyTorch eager") -> float:
+def eager_dispatch_s(*, framework: str = "PyTorch eager") -> float:
     """CPU time an eager framework spends issuing one operator (s), from ``host.csv``, with its source.
 
     PyTorch eager: 1.2 us per elementwise op (a published loop of ``x + y``
