@@ -34,7 +34,10 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 * **collectives**: two tensor-parallel all-reduces per layer at NCCL's
   measured bus bandwidth (:func:`helpers.efficiency.busbw_fraction`), the
   faster of ring and tree as NCCL picks; with expert parallelism, a
-  dispatch and a combine all-to-all per MoE layer.
+  dispatch and a combine all-to-all per MoE layer at DeepEP's measured
+  share of the link (:func:`helpers.efficiency.busbw_fraction`,
+  ``algorithm="alltoall"``), the busiest GPU's experts waiting for
+  :func:`imbalance`.
 * **floor**: every kernel pays :func:`helpers.dispatch.kernel_floor`
   (GEMMs the larger :func:`helpers.efficiency.gemm_floor`).
 
@@ -479,7 +482,7 @@ class _Pricer:
         if cfg.ep <= 1 or cfg.link is None:
             return 0.0
         assert m.moe is not None
-        frac = efficiency.busbw_fraction(cfg.link.name)
+        frac = efficiency.busbw_fraction(cfg.link.name, algorithm="alltoall")
         derated = Link(
             cfg.link.name, cfg.link.bandwidth * frac, cfg.link.latency, cfg.link.source
         )

@@ -159,16 +159,20 @@ def test_larger_budget_never_lowers_offline_throughput(budget, factor, prompt):
 
 @settings(max_examples=10, deadline=None)
 @given(
-    clients=st.integers(min_value=1, max_value=48),
-    more=st.integers(min_value=1, max_value=48),
+    clients=st.integers(min_value=1, max_value=24),
+    more=st.integers(min_value=1, max_value=8),
 )
-def test_more_clients_never_lower_steady_throughput_below_the_memory_limit(
-    clients, more
-):
+def test_more_clients_never_lower_steady_throughput_below_the_limits(clients, more):
+    """While every client's prompt fits one iteration's budget (32 x 256 <= 8,192) and memory.
+
+    Past the budget a cohort's prefill spills into a second iteration and
+    throughput can dip (33 clients of 256 tokens: a 3 % dip), as a real
+    engine's does when lockstep clients overflow its token budget.
+    """
     kw = dict(input_len=256, output_len=64)
     few = engine.serve("llama-3-8b", "H100", concurrency=clients, **kw)
     many = engine.serve("llama-3-8b", "H100", concurrency=clients + more, **kw)
-    assert many.output_tokens_per_s >= few.output_tokens_per_s * 0.99
+    assert many.output_tokens_per_s >= few.output_tokens_per_s
 
 
 def test_poisson_rate_low_load_has_no_queue():
