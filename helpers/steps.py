@@ -16,7 +16,8 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
   routed experts as one grouped GEMM, the shared experts): compute share
   ``f_c`` = the published achievable matmul share of the GPU in that
   precision (:func:`helpers.achievable.fractions`) times the tile and wave
-  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`); memory
+  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`; for a GPU
+  with no published SM count, the tiles' share alone, :func:`helpers.ops.tile_efficiency`); memory
   share and fixed cost from a line through published small-GEMM timings
   (:func:`helpers.efficiency.gemm_floor`). Low-bit weights whose precision
   the tensor cores lack (int4, fp4 before Blackwell, fp8 before Hopper) are
@@ -199,7 +200,8 @@ def prefill_attention_efficiency(
     tiles it computes (``nb = ceil(tokens / block)``) hold ``tokens (tokens +
     1) / 2`` useful pairs. Its ``heads * nb`` thread blocks (one per query
     tile and head) fill the SMs in waves (:func:`helpers.ops.gemm_utilization`'s
-    rule). The product is the share kept; 1 only for long sequences.
+    rule; left out for a GPU with no published SM count). The product is the
+    share kept; 1 only for long sequences.
 
     >>> round(prefill_attention_efficiency(512, 32, "H100"), 2)
     0.78
@@ -212,8 +214,8 @@ def prefill_attention_efficiency(
     useful = tokens * (tokens + 1) / 2
     computed = nb * (nb + 1) / 2 * block * block
     ctas = heads * nb
-    sms = get_accelerator(acc).sms()
-    waves = ctas / (math.ceil(ctas / sms) * sms)
+    sms = get_accelerator(acc).sm_count
+    waves = 1.0 if sms is None else ctas / (math.ceil(ctas / sms) * sms)
     return useful / computed * waves
 
 
@@ -331,7 +333,10 @@ class _Pricer:
         wbytes = g.n * g.k * self.wbytes * g.groups
         abytes = per_group * g.groups * (g.k * self.abytes + g.n * 2.0)
         mrows = max(1, math.ceil(per_group))
-        util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
+        if self.cfg.acc.sm_count is None:  # waves unknown: the tiles' useful share only
+            util = ops.tile_efficiency(mrows, g.n)
+        else:
+            util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
         compute = flops / (self.peak * self.f_comp * util)
         if self.dequant:
             tiles = math.ceil(per_group / 128)

@@ -183,3 +183,14 @@ def test_kv_dtype_extends_the_bounds_and_keeps_their_defaults():
         "llama-3-8b", 8000, "H100", batch=64, kv_dtype="fp8"
     )
     assert lo < inference.decode_step_time("llama-3-8b", 8000, "H100", batch=64)
+
+
+def test_blackwell_talks_over_nvlink_5_and_gb200_is_priced_without_an_sm_count():
+    from helpers import parallel
+
+    assert parallel.tp_link("B200").name == "NVLink 5 (B200, GB200 NVL72)"
+    assert hardware.get_accelerator("GB200").sm_count is None
+    s = steps.decode_step(
+        "llama-3-70b", 1000, "GB200", batch=32, tp=2, weight_dtype="fp4"
+    )
+    assert s.seconds > 0 and s.parts["tp_comm"] > 0
