@@ -548,11 +548,13 @@ class _Pricer:
                 flops / (self.peak16 * eff),
                 nbytes / (self.bw * self.attn.decode_memory),
             )
-            if self.cfg.dp_attention:
-                t /= 1  # a chunk runs on the one GPU that owns its sequence
             total_s += t
             flops_all += flops
             bytes_all += nbytes
+        if self.cfg.dp_attention:
+            # each chunk runs on the GPU that owns its sequence: the replica's GPUs
+            # share the chunks, taken as evenly balanced
+            total_s /= self.cfg.tp
         return m.n_layers * total_s, m.n_layers * flops_all, m.n_layers * bytes_all
 
     def head(self, seqs: int) -> tuple[float, float, float, float]:
