@@ -43,7 +43,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, steps
-from .hardware import GIB, Accelerator, get_accelerator
+from .hardware import GIB, Accelerator, Link, get_accelerator
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
 
@@ -718,6 +718,7 @@ def serve(
     max_seqs: int | None = None,
     memory_fraction: float | None = None,
     seed: int = 0,
+    link: str | Link | None = "auto",
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -749,6 +750,9 @@ def serve(
         Expert parallelism (1 or ``tp``) and data-parallel attention, for MoE models.
     token_budget, max_seqs, memory_fraction
         Override the preset's per-iteration token budget, sequence cap and memory share.
+    link : str, Link or None
+        What the replica's collectives cross: ``"auto"`` (:func:`helpers.parallel.tp_link`),
+        a link, or ``None`` (no communication).
     seed : int
         Seed of the Poisson arrivals.
 
@@ -773,6 +777,7 @@ def serve(
         weight_dtype=weight_dtype,
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
+        link=link,
     )
     cap = kv_capacity(
         m,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import engine, llm, steps
+from helpers import engine, hardware, llm, steps
 
 FIELDS = (
     "output_tokens_per_s",
@@ -206,3 +206,14 @@ def test_moe_with_expert_parallelism_serves():
 def test_presets_cite_a_version_and_a_source():
     for p in engine.PRESETS.values():
         assert p.version and "http" in p.source and p.notes
+
+
+@settings(max_examples=6, deadline=None)
+@given(scale=st.floats(min_value=1.0, max_value=8.0))
+def test_a_faster_link_never_lowers_throughput(scale):
+    nv = hardware.get_link("NVLink 4 (H100)")
+    fast = hardware.Link(nv.name, nv.bandwidth * scale, nv.latency / scale, nv.source)
+    kw = dict(tp=2, input_len=512, output_len=64, requests=64)
+    slow = engine.serve("llama-3-70b", "H100", link=nv, **kw)
+    quick = engine.serve("llama-3-70b", "H100", link=fast, **kw)
+    assert quick.output_tokens_per_s >= slow.output_tokens_per_s
