@@ -92,6 +92,14 @@ class EnginePreset:
         Memory the CUDA graphs' pool takes per GPU.
     notes : str
         Which values are documented defaults and which are assumptions.
+    large_gpu_gib : float
+        GPUs with at least this much memory get ``token_budget`` and ``max_seqs``;
+        smaller ones the ``_small`` values.
+    a100_small : bool
+        Whether an A100 counts as small whatever its memory (vLLM's rule).
+    memory_fraction_by_tp : tuple of (int, float)
+        ``(min_tp, fraction)`` pairs that replace ``memory_fraction`` from
+        ``min_tp`` GPUs per replica up (SGLang lowers its static share with TP).
     """
 
     name: str
@@ -110,10 +118,13 @@ class EnginePreset:
     host_per_seq_s: float
     graph_pool_bytes: float
     notes: str = ""
+    large_gpu_gib: float = 70.0
+    a100_small: bool = True
+    memory_fraction_by_tp: tuple[tuple[int, float], ...] = ()
 
 
 _VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
-_SGLANG_GRAPHS = (1, 2, 4, *range(8, 257, 8))
+_SGLANG_GRAPHS = (1, 2, 4, *range(8, 161, 8))
 _TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
@@ -145,9 +156,10 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
         "sglang": EnginePreset(
             "sglang",
             "0.4",
-            "python/sglang/srt/server_args.py, ServerArgs.__post_init__ (chunked_prefill_size 8192 and "
-            "cuda_graph_max_bs 256 on 80 GB-class GPUs; 2048 on smaller ones; page_size 1; "
-            "mem_fraction_static about 0.88 at TP 1); https://docs.sglang.ai/backend/server_arguments.html",
+            "python/sglang/srt/server_args.py (v0.4), ServerArgs.__post_init__: mem_fraction_static 0.88 at "
+            "TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 from TP 16; chunked_prefill_size 8192 "
+            "(2048 below 25 GB); cuda_graph_max_bs 160; page_size 1; "
+            "https://docs.sglang.ai/backend/server_arguments.html",
             8192,
             2048,
             4096,
@@ -163,7 +175,11 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             "SGLang reserves a decaying share of each request's output (new_token_ratio, down to 0.1). "
             "No host cost: its overlap scheduler prepares batch n+1 on the CPU while the GPU runs batch n "
             "(SGLang v0.4 blog, 'Zero-overhead batch scheduler', https://lmsys.org/blog/2024-12-04-sglang-v0-4/, "
-            "whose Nsight profile shows no GPU idle time between decode batches).",
+            "whose Nsight profile shows no GPU idle time between decode batches). "
+            "max_running_requests is sized from memory by SGLang; 4096 here is only a cap.",
+            large_gpu_gib=25.0,
+            a100_small=False,
+            memory_fraction_by_tp=((2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)),
         ),
         "trtllm": EnginePreset(
             "trtllm",
@@ -204,8 +220,18 @@ def preset(name: str | EnginePreset) -> EnginePreset:
     return PRESETS[key]
 
 
-def _large(acc: Accelerator) -> bool:
-    return acc.memory_capacity >= 70 * GIB and not acc.name.startswith("A100")
+def _large(acc: Accelerator, pre: EnginePreset) -> bool:
+    if pre.a100_small and acc.name.startswith("A100"):
+        return False
+    return acc.memory_capacity >= pre.large_gpu_gib * GIB
+
+
+def _memory_fraction(pre: EnginePreset, tp: int) -> float:
+    frac = pre.memory_fraction
+    for min_tp, value in sorted(pre.memory_fraction_by_tp):
+        if tp >= min_tp:
+            frac = value
+    return frac
 
 
 @dataclass(frozen=True)
@@ -281,17 +307,17 @@ def kv_capacity(
         kv_dtype=kv_dtype,
     ).cfg.kv_dtype
     budget = (
-        (pre.token_budget if _large(device) else pre.token_budget_small)
+        (pre.token_budget if _large(device, pre) else pre.token_budget_small)
         if token_budget is None
         else _validate.positive_int("token_budget", token_budget)
     )
     seqs = (
-        (pre.max_seqs if _large(device) else pre.max_seqs_small)
+        (pre.max_seqs if _large(device, pre) else pre.max_seqs_small)
         if max_seqs is None
         else _validate.positive_int("max_seqs", max_seqs)
     )
     frac = (
-        pre.memory_fraction
+        _memory_fraction(pre, tp)
         if memory_fraction is None
         else _validate.fraction("memory_fraction", memory_fraction)
     )

@@ -217,3 +217,12 @@ def test_a_faster_link_never_lowers_throughput(scale):
     slow = engine.serve("llama-3-70b", "H100", link=nv, **kw)
     quick = engine.serve("llama-3-70b", "H100", link=fast, **kw)
     assert quick.output_tokens_per_s >= slow.output_tokens_per_s
+
+
+def test_sglang_static_share_falls_with_tp_by_hand():
+    """SGLang at TP 8: 0.81 of each GPU holds the weights' eighth and the KV pool (pages of 1 token)."""
+    cap = engine.kv_capacity("llama-3-70b", "H100", tp=8, engine="sglang")
+    weights = llm.param_count("llama-3-70b") * 2 / 8
+    per_token = 80 * 2 * 1 * 128 * 2  # one KV head per GPU, bf16
+    assert cap.kv_tokens == int((0.81 * 80 * 2**30 - weights) // per_token)
+    assert cap.token_budget == 8192
