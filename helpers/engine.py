@@ -125,7 +125,9 @@ class EnginePreset:
 
 _VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
 _SGLANG_GRAPHS = (1, 2, 4, *range(8, 161, 8))
-_TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
+_TRT_GRAPHS: tuple[
+    int, ...
+] = ()  # enable_padding is off by default: no batch is padded
 
 PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
     {
@@ -184,9 +186,10 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
         "trtllm": EnginePreset(
             "trtllm",
             "0.20",
-            "tensorrt_llm/llmapi: BuildConfig max_num_tokens 8192, max_batch_size 2048; "
-            "KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32; CapacitySchedulerPolicy "
-            "GUARANTEED_NO_EVICT; https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
+            "tensorrt_llm/llmapi/llm_args.py: max_batch_size 2048, max_num_tokens 8192; KvCacheConfig "
+            "tokens_per_block 32, free_gpu_memory_fraction 0.9; CudaGraphConfig enable_padding False; "
+            "CapacitySchedulerPolicy GUARANTEED_NO_EVICT; "
+            "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
             8192,
             8192,
             2048,
@@ -428,6 +431,8 @@ class _Sim:
         return float(np.interp(rows, self.grid, self.lin))
 
     def pad(self, b: int) -> int:
+        if not len(self.graph_sizes):
+            return b
         i = int(np.searchsorted(self.graph_sizes, b))
         return int(self.graph_sizes[i]) if i < len(self.graph_sizes) else b
 
