@@ -750,6 +750,7 @@ def serve(
     memory_fraction: float | None = None,
     seed: int = 0,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -784,6 +785,8 @@ def serve(
     link : str, Link or None
         What the replica's collectives cross: ``"auto"`` (:func:`helpers.parallel.tp_link`),
         a link, or ``None`` (no communication).
+    gemm_overlap : float
+        Inside-GEMM overlap sensitivity, 0 to 1 (:func:`helpers.steps.pricer`).
     seed : int
         Seed of the Poisson arrivals.
 
@@ -809,6 +812,7 @@ def serve(
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
         link=link,
+        gemm_overlap=gemm_overlap,
     )
     cap = kv_capacity(
         m,

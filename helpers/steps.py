@@ -44,7 +44,11 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 
 Nothing overlaps except what the engine overlaps: nothing, in the engines
 modelled (vLLM, SGLang and TensorRT-LLM run one stream per step; SGLang's
-two-batch overlap for DeepSeek is not modelled).
+two-batch overlap for DeepSeek is not modelled). Inside one kernel the
+roofline's perfect overlap of loads and math is kept (``max``); for GEMMs
+near the ridge (``m`` of a few hundred rows) that is optimistic, and
+``gemm_overlap=1`` shows the other end (:func:`helpers.roofline.overlap_bounds`);
+the calibration data has no GEMM-versus-rows curve to place them between.
 
 :func:`decode_step`, :func:`prefill_step` and :func:`mixed_step` return a
 :class:`StepTime`: the seconds, where they went (per kernel class), and the
@@ -273,6 +277,7 @@ class _Config:
     act_dtype: str
     kv_dtype: str
     link: Link | None
+    gemm_overlap: float = 0.0
 
 
 class _Pricer:
@@ -349,7 +354,8 @@ class _Pricer:
                 / self.vector_peak
             )
         memory = (wbytes + abytes) / (self.bw * self.f_mem)
-        return max(compute, memory), flops, wbytes + abytes
+        shown = self.cfg.gemm_overlap * min(compute, memory)
+        return max(compute, memory) + shown, flops, wbytes + abytes
 
     def elementwise(self, nbytes: float) -> float:
         return nbytes / (self.bw * self.f_mem)
@@ -660,6 +666,7 @@ def _pricer(cfg: _Config) -> _Pricer:
         None
         if cfg.link is None
         else (cfg.link.name, cfg.link.bandwidth, cfg.link.latency),
+        cfg.gemm_overlap,
     )
     hit = _PRICERS.get(key)
     if hit is None:
@@ -680,8 +687,20 @@ def pricer(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> _Pricer:
-    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration)."""
+    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration).
+
+    ``gemm_overlap`` in [0, 1]: how much of a GEMM's shorter term (compute or
+    weight streaming) shows, as :func:`helpers.roofline.breakdown`'s
+    ``overlap``: 0 (the default) is the roofline's perfect overlap inside the
+    kernel, 1 none (:func:`helpers.roofline.overlap_bounds`' upper end). A
+    sensitivity, not a calibrated constant: no published GEMM-versus-rows
+    curve in the calibration data pins it (see the module docstring).
+    """
+    overlap = _validate.non_negative("gemm_overlap", gemm_overlap)
+    if overlap > 1:
+        raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
     device = get_accelerator(acc)
     tp = _validate.positive_int("tp", tp)
@@ -720,7 +739,7 @@ def pricer(
         spec = None
     else:
         spec = get_link(link)
-    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec))
+    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec, overlap))
 
 
 def mixed_step(
@@ -739,6 +758,7 @@ def mixed_step(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> StepTime:
     """Predicted time of one engine step: ``decode_batch`` decodes at mean ``decode_context`` plus prefill ``chunks``.
 
@@ -769,6 +789,8 @@ def mixed_step(
         ``kv_dtype=None``: 16-bit).
     link
         ``"auto"`` (:func:`helpers.parallel.tp_link`), a link, or ``None`` (no collectives).
+    gemm_overlap
+        Inside-GEMM overlap sensitivity, as in :func:`pricer`.
     """
     p = pricer(
         model,
@@ -780,6 +802,7 @@ def mixed_step(
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
         link=link,
+        gemm_overlap=gemm_overlap,
     )
     b = _validate.non_negative_int("decode_batch", decode_batch)
     ctx = _validate.non_negative("decode_context", decode_context)

@@ -194,3 +194,16 @@ def test_blackwell_talks_over_nvlink_5_and_gb200_is_priced_without_an_sm_count()
         "llama-3-70b", 1000, "GB200", batch=32, tp=2, weight_dtype="fp4"
     )
     assert s.seconds > 0 and s.parts["tp_comm"] > 0
+
+
+def test_gemm_overlap_spans_the_overlap_bounds():
+    kw = dict(chunks=[(512, 0)], weight_dtype="fp8")
+    overlapped = steps.mixed_step("llama-3-70b", "H100", **kw).parts["gemm"]
+    serial = steps.mixed_step("llama-3-70b", "H100", gemm_overlap=1.0, **kw).parts[
+        "gemm"
+    ]
+    half = steps.mixed_step("llama-3-70b", "H100", gemm_overlap=0.5, **kw).parts["gemm"]
+    assert overlapped < half < serial <= 2 * overlapped
+    assert half == pytest.approx((overlapped + serial) / 2)
+    with pytest.raises(ValueError, match="gemm_overlap"):
+        steps.mixed_step("llama-3-70b", "H100", gemm_overlap=1.5, **kw)
