@@ -794,7 +794,7 @@ def serve(
     engine's largest batch (memory or ``max_num_seqs``) kept full, in steady state.
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     replicas = _validate.positive_int("replicas", replicas)

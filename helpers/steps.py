@@ -647,6 +647,14 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     return "bf16"
 
 
+def _device(acc: str | Accelerator) -> Accelerator:
+    """``get_accelerator(acc)``, its ``KeyError`` naming the parameter ``acc``."""
+    try:
+        return get_accelerator(acc)
+    except KeyError as err:
+        raise KeyError(f"acc: {err.args[0]}") from None
+
+
 _PRICERS: dict[tuple, _Pricer] = {}
 
 
@@ -702,7 +710,7 @@ def pricer(
     if overlap > 1:
         raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = _device(acc)
     tp = _validate.positive_int("tp", tp)
     ep = _validate.positive_int("ep", ep)
     _validate.boolean("dp_attention", dp_attention)

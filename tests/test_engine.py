@@ -48,6 +48,8 @@ def test_replicas_multiply_throughput_at_full_load():
         (dict(concurrency=0), "concurrency"),
         (dict(weight_dtype="fp3"), "weight_dtype"),
         (dict(engine="nope"), "engine"),
+        (dict(gemm_overlap=2.0), "gemm_overlap"),
+        (dict(token_budget=0), "token_budget"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, word):
@@ -226,3 +228,8 @@ def test_sglang_static_share_falls_with_tp_by_hand():
     per_token = 80 * 2 * 1 * 128 * 2  # one KV head per GPU, bf16
     assert cap.kv_tokens == int((0.81 * 80 * 2**30 - weights) // per_token)
     assert cap.token_budget == 8192
+
+
+def test_unknown_gpu_names_acc():
+    with pytest.raises(KeyError, match="acc"):
+        engine.serve("llama-3-8b", "H1000", input_len=10, output_len=2)
