@@ -295,7 +295,7 @@ def kv_capacity(
     (True, 1024)
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     w = _validate.name("weight_dtype", weight_dtype)
