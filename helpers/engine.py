@@ -43,7 +43,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, steps
-from .hardware import GIB, Accelerator, Link, get_accelerator
+from .hardware import GIB, Accelerator, Link
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
 
