@@ -174,9 +174,11 @@ class StepTime:
     seconds : float
         The prediction: the sum of the kernels' times and collectives (s).
     parts : Mapping[str, float]
-        Seconds per kernel class (:data:`KERNEL_CLASSES`), floors included.
+        Seconds per kernel class (:data:`KERNEL_CLASSES`, each its roofline
+        term at its measured share) and ``"floors"``, every kernel's fixed
+        cost together; they sum to ``seconds``.
     floor_s : float
-        The kernels' fixed costs, already inside ``parts`` (s).
+        The kernels' fixed costs, ``parts["floors"]`` (s).
     bound_s : float
         The whole-step roofline of the same kernels, ``max(sum flops / peak,
         sum bytes / bandwidth)`` at datasheet peaks plus the collectives: a

@@ -207,3 +207,20 @@ def test_gemm_overlap_spans_the_overlap_bounds():
     assert half == pytest.approx((overlapped + serial) / 2)
     with pytest.raises(ValueError, match="gemm_overlap"):
         steps.mixed_step("llama-3-70b", "H100", gemm_overlap=1.5, **kw)
+
+
+def test_parts_sum_to_the_step():
+    s = steps.mixed_step(
+        "deepseek-v3",
+        "H200",
+        decode_batch=64,
+        decode_context=1000,
+        chunks=[(512, 0)],
+        tp=8,
+        ep=8,
+        dp_attention=True,
+        weight_dtype="fp8",
+    )
+    assert sum(s.parts.values()) == pytest.approx(s.seconds)
+    assert s.parts["floors"] == s.floor_s
+    assert set(s.parts) == {*steps.KERNEL_CLASSES, "floors"}
