@@ -497,6 +497,25 @@ class _Sim:
         fin_heap: list[tuple[int, int]] = []
         kv_sum = 0.0  # cached tokens of the decoding sequences
         blocks_used = 0
+        length = np.zeros(n_requests, dtype=np.int64)  # tokens whose KV is stored
+        held = np.zeros(n_requests, dtype=np.int64)  # KV blocks each request holds
+        is_dec = np.zeros(n_requests, dtype=bool)
+
+        def grow(steps_: int) -> int:
+            """Decoders store ``steps_`` more tokens each; blocks newly taken."""
+            length[is_dec] += steps_
+            need = -(-length[is_dec] // bs)
+            extra = np.maximum(need - held[is_dec], 0)
+            held[is_dec] += extra
+            return int(extra.sum())
+
+        def release(rid: int) -> int:
+            freed = int(held[rid])
+            held[rid] = 0
+            length[rid] = 0
+            is_dec[rid] = False
+            return freed
+
         reserve = self.pre.reserve_output
         now = 0.0
         it = 0
@@ -540,11 +559,12 @@ class _Sim:
                     break
                 waiting.popleft()
                 prefilling.append(rid)
+                held[rid] = nb
                 blocks_used += nb
                 running += 1
             peak = max(peak, running)
             if not decoding and not prefilling:
-                if waiting and blocks_used == 0:
+                if waiting:
                     raise ValueError(
                         f"input_len + output_len: one request needs {need_blocks(waiting[0]) * bs} KV tokens, "
                         f"the engine holds {cap_tokens}"
@@ -585,8 +605,7 @@ class _Sim:
                 busy_seq_time += b * total
                 now += total
                 kv_sum += k * b
-                if reserve < 1.0:
-                    blocks_used += -(-(k * b) // bs)
+                blocks_used += grow(k)
                 it += k
                 out_tokens += k * b
                 trace_t.append(now)
@@ -612,8 +631,7 @@ class _Sim:
                 now += step
                 it += 1
                 kv_sum += b
-                if reserve < 1.0:
-                    blocks_used += -(-b // bs)
+                blocks_used += grow(1)
                 out_tokens += b + len(finishing)
                 for (c, _), rid in zip(chunks, list(prefilling)):
                     done_prefill[rid] += c
@@ -625,7 +643,7 @@ class _Sim:
                     if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
-                        blocks_used -= need_blocks(rid)
+                        blocks_used -= release(rid)
                         if closed_loop is not None and sent < n_requests:
                             arrive[sent] = now
                             sent += 1
@@ -633,6 +651,8 @@ class _Sim:
                     decoding[rid] = it + left_to_decode
                     heapq.heappush(fin_heap, (it + left_to_decode, rid))
                     kv_sum += I + int(gen0[rid]) + 1
+                    is_dec[rid] = True
+                    length[rid] = I + int(gen0[rid])
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
@@ -644,11 +664,10 @@ class _Sim:
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
-                blocks_used -= blocks_of(I + O) if reserve < 1.0 else need_blocks(rid)
+                blocks_used -= release(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
                     sent += 1
-            blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
                 rid = next(
@@ -657,7 +676,7 @@ class _Sim:
                 end = decoding.pop(rid)
                 gen = O - (end - it)
                 kv_sum -= I + gen
-                blocks_used -= blocks_of(I + gen)
+                blocks_used -= release(rid)
                 done_prefill[rid] = 0
                 gen0[rid] = gen
                 waiting.appendleft(rid)
