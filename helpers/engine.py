@@ -383,6 +383,8 @@ class ServeResult:
         Requests evicted and recomputed because the KV cache filled.
     peak_batch : int
         The most sequences that ran in one iteration (one replica).
+    gpus : int
+        GPUs in the deployment, ``tp * replicas``.
     """
 
     output_tokens_per_s: float
@@ -398,6 +400,12 @@ class ServeResult:
     iterations: int = 0
     preemptions: int = 0
     peak_batch: int = 0
+    gpus: int = 1
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        """``output_tokens_per_s / gpus``: what one GPU of the deployment delivers."""
+        return self.output_tokens_per_s / self.gpus
 
 
 class _Sim:
@@ -934,6 +942,7 @@ def serve(
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
         peak_batch=int(out["peak"]),  # type: ignore[call-overload]
+        gpus=tp * replicas,
     )
 
 

@@ -36,6 +36,7 @@ def test_replicas_multiply_throughput_at_full_load():
     one = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100)
     two = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100, replicas=2)
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
+    assert two.output_tokens_per_s_per_gpu == pytest.approx(one.output_tokens_per_s)
 
 
 @pytest.mark.parametrize(
