@@ -244,3 +244,25 @@ def test_every_request_finishes_when_the_cache_fills(name):
     )
     assert r.output_tokens_per_s > 0 and math.isfinite(r.ttft_p90_s)
     assert r.iterations >= 3000
+
+
+def test_a_decode_batch_is_padded_to_the_next_cuda_graph():
+    """Nine sequences decode as vLLM's 16-row graph: their GEMMs run for 16 rows."""
+    r = engine.serve("llama-3-8b", "H100", input_len=16, output_len=3, requests=9)
+    prefill = steps.mixed_step(
+        "llama-3-8b", "H100", chunks=[(16, 0)] * 9
+    ).seconds + _host(9)
+    decodes = [
+        steps.mixed_step(
+            "llama-3-8b", "H100", decode_batch=9, decode_context=c, pad_to=16
+        ).seconds
+        + _host(9)
+        for c in (16, 17)
+    ]
+    assert r.iterations == 3
+    assert r.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert r.output_tokens_per_s == pytest.approx(
+        27 / (prefill + sum(decodes)), rel=1e-9
+    )
+    unpadded = steps.mixed_step("llama-3-8b", "H100", decode_batch=9, decode_context=16)
+    assert decodes[0] - _host(9) > unpadded.seconds
