@@ -278,7 +278,8 @@ def kv_capacity(
     """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
 
     Per GPU, with ``memory_rule`` ``'total'`` (vLLM): ``memory_fraction *
-    capacity`` less the weights it stores (``param_count * bytes / tp``; with
+    capacity`` less the weights it stores (``param_count * bytes / tp``, the
+    embedding and LM-head tables in 16 bits whatever ``weight_dtype``; with
     ``dp_attention`` the attention weights whole on every GPU), less the
     activation peak of a full-budget step (the widest layer's input and
     output for every budget token, and fp32 logits for every sequence), less
@@ -324,7 +325,8 @@ def kv_capacity(
         if memory_fraction is None
         else _validate.fraction("memory_fraction", memory_fraction)
     )
-    weights = param_count(m) * wb / tp
+    tables = m.vocab_size * m.d_model * (1 if m.tied_embeddings else 2)  # 16-bit
+    weights = ((param_count(m) - tables) * wb + tables * 2.0) / tp
     if dp_attention:
         weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
     widest = max(

@@ -30,8 +30,10 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 * **elementwise** (two fused add-RMSNorms, rotary embedding, SiLU-and-mul,
   and a per-token quantisation before each group of 8-bit GEMMs) at the
   memory roof with the GEMMs' streaming share.
-* **LM head** over the sequences that need logits, and **sampling** (a few
-  kernels over ``seqs x vocab`` fp32 logits).
+* **LM head** over the sequences that need logits, in 16 bits whatever the
+  weights' precision (vLLM's and ModelOpt's FP8 and INT4 schemes quantise the
+  blocks' linear layers, not the LM head or the embeddings), and **sampling**
+  (a few kernels over ``seqs x vocab`` fp32 logits).
 * **collectives**: two tensor-parallel all-reduces per layer at NCCL's
   measured bus bandwidth (:func:`helpers.efficiency.busbw_fraction`), the
   faster of ring and tree as NCCL picks; with expert parallelism, a
@@ -294,6 +296,7 @@ class _Pricer:
         self.f_mem = gf.memory_fraction
         self.cdtype = compute_dtype(acc, cfg.weight_dtype, cfg.act_dtype)
         self.f_comp = achievable.fractions(acc, self.cdtype)[0]
+        self.f_comp16 = achievable.fractions(acc, "bf16")[0]
         self.peak = (
             FP4_DENSE_FLOPS[acc.name]
             if self.cdtype == "fp4"
@@ -331,21 +334,30 @@ class _Pricer:
             return per_token  # a latent is not split across heads
         return per_token * max(1, m.n_kv_heads // self.attn_tp) / m.n_kv_heads
 
-    def gemm(self, rows: float, g: _Gemm) -> tuple[float, float, float]:
-        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows."""
+    def gemm(
+        self, rows: float, g: _Gemm, *, wide: bool = False
+    ) -> tuple[float, float, float]:
+        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows.
+
+        ``wide``: a 16-bit GEMM whatever the deployment's precision (the LM head).
+        """
         if rows <= 0:
             return 0.0, 0.0, 0.0
         per_group = max(rows * g.rows_share, 1e-9)
         flops = 2.0 * per_group * g.n * g.k * g.groups
-        wbytes = g.n * g.k * self.wbytes * g.groups
-        abytes = per_group * g.groups * (g.k * self.abytes + g.n * 2.0)
+        wb, ab = (2.0, 2.0) if wide else (self.wbytes, self.abytes)
+        wbytes = g.n * g.k * wb * g.groups
+        abytes = per_group * g.groups * (g.k * ab + g.n * 2.0)
         mrows = max(1, math.ceil(per_group))
         if self.cfg.acc.sm_count is None:  # waves unknown: the tiles' useful share only
             util = ops.tile_efficiency(mrows, g.n)
         else:
             util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
-        compute = flops / (self.peak * self.f_comp * util)
-        if self.dequant:
+        if wide:
+            compute = flops / (self.peak16 * self.f_comp16 * util)
+        else:
+            compute = flops / (self.peak * self.f_comp * util)
+        if self.dequant and not wide:
             tiles = math.ceil(per_group / 128)
             compute += (
                 tiles
@@ -577,7 +589,7 @@ class _Pricer:
     def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
         vocab = m.vocab_size // self.cfg.tp
-        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
+        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"), wide=True)
         gather = 0.0
         if self.cfg.tp > 1 and self.cfg.link is not None:
             gather = parallel.allgather_time(

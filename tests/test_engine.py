@@ -114,7 +114,8 @@ def test_memory_limited_batch_by_hand():
     cap = engine.kv_capacity("llama-3-8b", "H100", engine="trtllm", weight_dtype="fp8")
     t = engine.PRESETS["trtllm"]
     m = llm.get_model("llama-3-8b")
-    weights = llm.param_count(m) * 1.0
+    tables = 2 * m.vocab_size * m.d_model  # embedding and LM head stay 16-bit
+    weights = (llm.param_count(m) - tables) * 1.0 + tables * 2.0
     act = 8192 * (2 * 14336 + 4 * 4096) * 2.0 + 2048 * m.vocab_size * 4.0
     free = 0.9 * (80 * 2**30 - weights - act - t.graph_pool_bytes)
     per_token = 32 * 2 * 8 * 128 * 2  # bytes of bf16 KV per token

@@ -224,3 +224,11 @@ def test_parts_sum_to_the_step():
     assert sum(s.parts.values()) == pytest.approx(s.seconds)
     assert s.parts["floors"] == s.floor_s
     assert set(s.parts) == {*steps.KERNEL_CLASSES, "floors"}
+
+
+def test_the_lm_head_stays_16_bit():
+    """FP8 weights halve the blocks' GEMM bytes but not the LM head's."""
+    b16 = steps.decode_step("llama-3-8b", 100, "H100", batch=8)
+    f8 = steps.decode_step("llama-3-8b", 100, "H100", batch=8, weight_dtype="fp8")
+    assert f8.parts["lm_head"] == pytest.approx(b16.parts["lm_head"])
+    assert f8.parts["gemm"] < 0.6 * b16.parts["gemm"]
