@@ -820,7 +820,17 @@ def serve(
         Seed of the Poisson arrivals.
 
     With none of ``requests``, ``concurrency`` and ``rate``: full load, the
-    engine's largest batch (memory or ``max_num_seqs``) kept full, in steady state.
+    engine's largest batch kept full, in steady state: as many closed-loop
+    clients as ``max_num_seqs`` or as the KV cache holds sequences of the mean
+    length ``input_len + output_len / 2`` (:attr:`ServeResult.max_batch`),
+    whichever is smaller. Steady-state rates and latencies are measured
+    between the first wave's end and the last request's arrival (warm-up and
+    ramp-down left out); with ``requests`` every request counts and the rate
+    is tokens over the makespan.
+
+    Returns
+    -------
+    ServeResult
     """
     m = get_model(model)
     device = steps._device(acc)
