@@ -232,3 +232,11 @@ def test_the_lm_head_stays_16_bit():
     f8 = steps.decode_step("llama-3-8b", 100, "H100", batch=8, weight_dtype="fp8")
     assert f8.parts["lm_head"] == pytest.approx(b16.parts["lm_head"])
     assert f8.parts["gemm"] < 0.6 * b16.parts["gemm"]
+
+
+def test_mi300x_talks_over_infinity_fabric():
+    from helpers import parallel
+
+    link = parallel.tp_link("MI300X")
+    assert link.bandwidth == 448e9 and "Infinity Fabric" in link.name
+    assert parallel.tp_link("H100").name == "NVLink 4 (H100)"
