@@ -415,7 +415,7 @@ class _Sim:
 
     def __init__(
         self,
-        p: steps._Pricer,
+        p: steps.Pricer,
         pre: EnginePreset,
         cap: Capacity,
         input_len: int,

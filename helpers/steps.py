@@ -284,8 +284,15 @@ class _Config:
     gemm_overlap: float = 0.0
 
 
-class _Pricer:
-    """Per-token-count step prices for one deployment, tabulated once (the engine calls it every iteration)."""
+class Pricer:
+    """One deployment's kernel prices, cached: what :func:`mixed_step` sums and the engine calls.
+
+    Made by :func:`pricer` (one per model, GPU, parallelism, precisions and
+    link). Its methods give the token-proportional kernels of a step
+    (``linear_part``), decode and prefill attention (``decode_attention``,
+    ``prefill_attention``) and the LM head with sampling (``head``), each as
+    seconds with the FLOP and bytes behind them.
+    """
 
     def __init__(self, cfg: _Config) -> None:
         self.cfg = cfg
@@ -669,10 +676,10 @@ def _device(acc: str | Accelerator) -> Accelerator:
         raise KeyError(f"acc: {err.args[0]}") from None
 
 
-_PRICERS: dict[tuple, _Pricer] = {}
+_PRICERS: dict[tuple, Pricer] = {}
 
 
-def _pricer(cfg: _Config) -> _Pricer:
+def _pricer(cfg: _Config) -> Pricer:
     acc = cfg.acc
     key = (
         cfg.model,
@@ -694,7 +701,7 @@ def _pricer(cfg: _Config) -> _Pricer:
     if hit is None:
         if len(_PRICERS) > 256:
             _PRICERS.clear()
-        hit = _PRICERS[key] = _Pricer(cfg)
+        hit = _PRICERS[key] = Pricer(cfg)
     return hit
 
 
@@ -710,7 +717,7 @@ def pricer(
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
     gemm_overlap: float = 0.0,
-) -> _Pricer:
+) -> Pricer:
     """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration).
 
     ``gemm_overlap`` in [0, 1]: how much of a GEMM's shorter term (compute or
@@ -855,7 +862,7 @@ def mixed_step(
 
 
 def _assemble(
-    p: _Pricer,
+    p: Pricer,
     rows: int,
     decodes: int,
     kv_tokens: float,
@@ -953,7 +960,7 @@ def token_grid(max_tokens: int) -> np.ndarray:
     return np.array(sorted(p for p in points if p <= max_tokens), dtype=float)
 
 
-def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def token_table(p: Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """``(grid, seconds)``: the token-proportional kernels' time at :func:`token_grid`.
 
     GEMMs, elementwise kernels, collectives and their floors.
@@ -971,6 +978,7 @@ def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "DEQUANT_OPS_PER_ELEMENT",
+    "Pricer",
     "KERNEL_CLASSES",
     "StepTime",
     "WEIGHT_BYTES",
