@@ -135,6 +135,7 @@ what the driver reports, and ``memory_capacity`` is that figure.
 _ACCELERATORS: tuple[Accelerator, ...] = (
     Accelerator(
         name="T4",
+        generation="Turing",
         peak_flops={"fp32": 8.1 * TERA, "fp16": 65 * TERA, "int8": 130 * TERA},
         memory_bandwidth=320 * GIGA,
         memory_capacity=15_360 * MIB,
@@ -157,6 +158,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="V100 SXM2",
+        generation="Volta",
         peak_flops={"fp32": 15.7 * TERA, "fp16": 125 * TERA},
         memory_bandwidth=900 * GIGA,
         memory_capacity=32 * GIB,
@@ -177,6 +179,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 40GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=1555 * GIGA,
         memory_capacity=40 * GIB,
@@ -192,6 +195,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 80GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
@@ -207,6 +211,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A800 SXM4 80GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
@@ -223,6 +228,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H100 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
@@ -242,6 +248,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H800 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
@@ -261,6 +268,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H200 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=4.8e12,
         memory_capacity=141 * GIB,
@@ -280,6 +288,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H20",
+        generation="Hopper",
         peak_flops={
             "fp16": 148 * TERA,
             "bf16": 148 * TERA,
@@ -301,6 +310,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="L4",
+        generation="Ada",
         peak_flops={
             "fp32": 30.3 * TERA,
             "tf32": 60 * TERA,
@@ -335,6 +345,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A10G",
+        generation="Ampere",
         peak_flops={"fp32": 31.52 * TERA, "fp16": 70 * TERA, "bf16": 70 * TERA},
         memory_bandwidth=600 * GIGA,
         memory_capacity=23_028 * MIB,
@@ -363,6 +374,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="RTX 4090",
+        generation="Ada",
         peak_flops={
             "fp32": 82.6 * TERA,
             "tf32": 82.6 * TERA,
@@ -392,6 +404,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="B200 SXM",
+        generation="Blackwell",
         peak_flops=_B200_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=180 * GIB,
@@ -418,6 +431,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="B300 SXM",
+        generation="Blackwell",
         peak_flops=_B300_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=288 * GIB,
@@ -440,6 +454,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="GB200 (per GPU)",
+        generation="Blackwell",
         peak_flops=_GB200_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=186 * GIB,
@@ -464,6 +479,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="MI300X",
+        generation="CDNA 3",
         peak_flops=_MI300_PEAKS,
         memory_bandwidth=5.3e12,
         memory_capacity=192 * GIB,
@@ -486,6 +502,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="MI325X",
+        generation="CDNA 3",
         peak_flops=_MI300_PEAKS,
         memory_bandwidth=6e12,
         memory_capacity=256 * GIB,

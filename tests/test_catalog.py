@@ -21,7 +21,7 @@ from types import MappingProxyType
 import pytest
 
 import helpers
-from helpers import hardware, inference, labtools, llm
+from helpers import dispatch, hardware, inference, labtools, llm
 from helpers.hardware import GIB, TERA
 
 FAKE_ACC = hardware.Accelerator(
@@ -33,6 +33,7 @@ FAKE_ACC = hardware.Accelerator(
     notes="A made-up accelerator: the catalog test adds it to check that one entry is all a new GPU needs.",
     aliases=("x1",),
     torch_names=(r"\bx1\b",),
+    generation="Xeno",
 )
 FAKE_MODEL = llm.ModelConfig(
     "test-model-2.7b",
@@ -107,6 +108,8 @@ def test_a_new_accelerator_reaches_every_enumeration(extended_catalog):
     assert labtools.rate_bounds("NVIDIA X1", "bf16") == pytest.approx(
         (1.05 * 400e12, 1.05 * 2e12)
     )
+    # a generation nobody has measured prices its kernels with the measured reference floor
+    assert dispatch.kernel_floor("X1") == dispatch.KERNEL_FLOOR_S["Ampere"]
 
 
 def test_a_new_model_reaches_every_enumeration(extended_catalog):
