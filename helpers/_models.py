@@ -107,12 +107,21 @@ class ModelConfig:
         URL of the published configuration.
     nominal_params : float or None
         The size in the model's published name (``7e9`` for "Llama-2-7B"),
-        which :func:`param_count` should round to; ``None`` if it has none.
+        which :func:`param_count` should round to; for a mixture of experts
+        whose name gives its *active* size (Llama-4-Maverick-17B-128E), the
+        published total; ``None`` if it has none.
     mla : LatentAttention or None
         Multi-head latent attention instead of MHA/GQA (``head_dim`` is then
         the query-key head width, ``qk_nope_head_dim + qk_rope_head_dim``).
     moe : MixtureOfExperts or None
         Mixture-of-experts MLP in all but ``moe.first_dense_layers`` layers.
+    display_name : str
+        How the book prints the model ("Llama-2-7B"; ``name`` is the look-up
+        key, "llama-2-7b"). Defaults to ``name``.
+    notes : str
+        What the published configuration holds that these fields cannot
+        represent (sliding-window or chunked attention layers, interleaved
+        MoE layers, biases), and what the arithmetic assumes instead.
     """
 
     name: str
@@ -129,9 +138,16 @@ class ModelConfig:
     nominal_params: float | None = None
     mla: LatentAttention | None = _field(default=None, kw_only=True)
     moe: MixtureOfExperts | None = _field(default=None, kw_only=True)
+    display_name: str = _field(default="", kw_only=True)
+    notes: str = _field(default="", kw_only=True)
 
     def __post_init__(self) -> None:
         _validate.name("name", self.name)
+        for text in ("display_name", "notes"):
+            if not isinstance(getattr(self, text), str):
+                raise TypeError(f"{text} must be a str, got {getattr(self, text)!r}")
+        if not self.display_name.strip():
+            object.__setattr__(self, "display_name", self.name)
         _validate.boolean("gated_mlp", self.gated_mlp)
         _validate.boolean("tied_embeddings", self.tied_embeddings)
         if self.nominal_params is not None:
@@ -315,6 +331,17 @@ def _hf(repo: str) -> str:
     return f"https://huggingface.co/{repo}/blob/main/config.json"
 
 
+_GPT_OSS_NOTES = (
+    "Every layer is MoE (experts of width 2,880, 4 per token, no shared expert; the "
+    "experts ship in MXFP4, the rest in bf16: weight_dtype prices all weights in one "
+    "dtype). Not represented: layer_types alternates sliding-window attention "
+    "(sliding_window 128) and full attention, so half the layers keep only 128 "
+    "tokens of KV and attend to at most 128 keys, and the catalog prices every layer "
+    "as full attention (over-counting KV bytes and attention FLOP by up to 2x at long "
+    "context); the biases of attention, router and experts, and the per-head "
+    "attention sinks (all under 0.1 % of the parameters)."
+)
+
 _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
     {
         m.name: m
@@ -330,6 +357,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 32000,
                 source=_hf("meta-llama/Llama-2-7b-hf"),
                 nominal_params=7e9,
+                display_name="Llama-2-7B",
             ),
             ModelConfig(
                 "llama-2-13b",
@@ -342,6 +370,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 32000,
                 source=_hf("meta-llama/Llama-2-13b-hf"),
                 nominal_params=13e9,
+                display_name="Llama-2-13B",
             ),
             ModelConfig(
                 "llama-2-70b",
@@ -354,6 +383,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 32000,
                 source=_hf("meta-llama/Llama-2-70b-hf"),
                 nominal_params=70e9,
+                display_name="Llama-2-70B",
             ),
             ModelConfig(
                 "llama-3-8b",
@@ -366,6 +396,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 128256,
                 source=_hf("meta-llama/Meta-Llama-3-8B"),
                 nominal_params=8e9,
+                display_name="Llama-3-8B",
             ),
             ModelConfig(
                 "llama-3-70b",
@@ -378,6 +409,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 128256,
                 source=_hf("meta-llama/Meta-Llama-3-70B"),
                 nominal_params=70e9,
+                display_name="Llama-3-70B",
             ),
             ModelConfig(
                 "deepseek-v3",
@@ -391,6 +423,7 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                 source=_hf("deepseek-ai/DeepSeek-V3")
                 + "; DeepSeek-AI (2024), DeepSeek-V3 Technical Report, arXiv:2412.19437",
                 nominal_params=671e9,
+                display_name="DeepSeek-V3",
                 mla=LatentAttention(
                     kv_lora_rank=512,
                     qk_rope_head_dim=64,
@@ -405,6 +438,104 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                     n_shared=1,
                     first_dense_layers=3,
                 ),
+            ),
+            ModelConfig(
+                "llama-3.1-405b",
+                126,
+                16384,
+                128,
+                8,
+                128,
+                53248,
+                128256,
+                source=_hf("meta-llama/Llama-3.1-405B"),
+                nominal_params=405e9,
+                display_name="Llama-3.1-405B",
+            ),
+            ModelConfig(
+                "qwen3-235b-a22b",
+                94,
+                4096,
+                64,
+                4,
+                128,  # head_dim: 64 heads x 128 = 8,192 query width on a 4,096-wide model
+                12288,  # intermediate_size; unused: every layer's MLP is a MoE
+                151936,
+                source=_hf("Qwen/Qwen3-235B-A22B"),
+                nominal_params=235e9,
+                display_name="Qwen3-235B-A22B",
+                moe=MixtureOfExperts(n_routed=128, top_k=8, d_ff_expert=1536),
+                notes=(
+                    "Every layer is MoE (decoder_sparse_step 1, no mlp_only_layers), "
+                    "128 experts, 8 per token, no shared expert. Not represented: "
+                    "the per-head RMSNorm of queries and keys (q_norm, k_norm: 256 "
+                    "weights a layer) and the router's missing bias (counted as one "
+                    "per expert): under 0.01 % of the parameters."
+                ),
+            ),
+            ModelConfig(
+                "llama-4-maverick-17b-128e",
+                48,
+                5120,
+                40,
+                8,
+                128,
+                16384,  # intermediate_size_mlp: the dense layers' MLP
+                202048,
+                source=_hf("meta-llama/Llama-4-Maverick-17B-128E") + " (text_config)",
+                nominal_params=400e9,
+                display_name="Llama-4-Maverick-17B-128E",
+                moe=MixtureOfExperts(
+                    n_routed=128,
+                    top_k=1,
+                    d_ff_expert=8192,
+                    n_shared=1,
+                    first_dense_layers=24,
+                ),
+                notes=(
+                    "17 B active of 400 B total (Meta's model card). "
+                    "interleave_moe_layer_step 2: every second layer is MoE (128 "
+                    "routed experts of width 8,192, one per token, plus one shared), "
+                    "the other 24 dense (width 16,384); the catalog counts the 24 "
+                    "dense layers as first_dense_layers, which is right for every "
+                    "count and price (they depend on how many, not where). Not "
+                    "represented: chunked local attention (attention_chunk_size "
+                    "8,192) in three of every four layers, so beyond 8,192 tokens "
+                    "the model over-counts their attention FLOP and KV bytes; the "
+                    "vision encoder."
+                ),
+            ),
+            ModelConfig(
+                "gpt-oss-120b",
+                36,
+                2880,
+                64,
+                8,
+                64,  # head_dim: 64 heads x 64 = 4,096 query width on a 2,880-wide model
+                2880,  # intermediate_size = each expert's width; no dense layer
+                201088,
+                source=_hf("openai/gpt-oss-120b"),
+                nominal_params=120e9,
+                display_name="gpt-oss-120b",
+                moe=MixtureOfExperts(n_routed=128, top_k=4, d_ff_expert=2880),
+                notes=_GPT_OSS_NOTES
+                + " OpenAI's model card: 116.8 B total, 5.1 B active.",
+            ),
+            ModelConfig(
+                "gpt-oss-20b",
+                24,
+                2880,
+                64,
+                8,
+                64,
+                2880,
+                201088,
+                source=_hf("openai/gpt-oss-20b"),
+                nominal_params=20e9,
+                display_name="gpt-oss-20b",
+                moe=MixtureOfExperts(n_routed=32, top_k=4, d_ff_expert=2880),
+                notes=_GPT_OSS_NOTES
+                + " OpenAI's model card: 20.9 B total, 3.6 B active.",
             ),
         )
     }

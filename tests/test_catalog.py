@@ -174,7 +174,8 @@ def test_every_catalog_model_has_its_nominal_size():
     """
     for model in llm.models():
         assert model.nominal_params is not None, model.name
-        size = re.search(r"(\d+(?:\.\d+)?)b$", model.name)
+        # the size a name ends with ("-405b"), or the total before an active size ("-235b-a22b")
+        size = re.search(r"-(\d+(?:\.\d+)?)b(?:-a\d+b)?$", model.name)
         assert size is None or float(size.group(1)) * 1e9 == model.nominal_params, (
             model.name
         )
@@ -188,3 +189,47 @@ def test_every_catalog_accelerator_has_torch_names_and_a_half_dtype():
         for pattern in acc.torch_names:
             re.compile(pattern)
         assert acc.half_dtype in ("bf16", "fp16"), acc.name
+
+
+PUBLISHED_SIZES = {
+    # name: (total, active) in parameters, from each model's card
+    "llama-3.1-405b": (405e9, None),  # Meta: 405 B
+    "qwen3-235b-a22b": (235e9, 22e9),  # Qwen: 235 B total, 22 B activated
+    "llama-4-maverick-17b-128e": (400e9, 17e9),  # Meta: 17 B active, 400 B total
+    "gpt-oss-120b": (116.8e9, 5.1e9),  # OpenAI model card: 116.8 B, 5.1 B active
+    "gpt-oss-20b": (20.9e9, 3.6e9),  # OpenAI model card: 20.9 B, 3.6 B active
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_SIZES))
+def test_new_models_count_to_their_published_sizes(name):
+    """The config.json shapes reproduce each card's total (and active) size within 5 %:
+    a wrong width, layer count or expert count would miss by far more."""
+    total, active = PUBLISHED_SIZES[name]
+    model = llm.get_model(name)
+    assert llm.param_count(model) == pytest.approx(total, rel=0.05)
+    if active is not None:
+        assert llm.active_param_count(model) == pytest.approx(active, rel=0.05)
+        assert model.moe is not None and model.notes
+
+
+def test_every_model_has_a_display_name_spelled_as_published():
+    """R4-9: tables print "Llama-2-7B", not the look-up key "llama-2-7b"; the key is the
+    display name lower-cased, so a reader can type what the table shows."""
+    for model in llm.models():
+        assert model.display_name != model.name or model.name.startswith("gpt-oss")
+        assert model.display_name.lower() == model.name
+        assert llm.get_model(model.display_name) is model
+    assert FAKE_MODEL.display_name == FAKE_MODEL.name  # defaults to the key
+    with pytest.raises(TypeError, match="display_name"):
+        llm.ModelConfig("x", 1, 8, 1, 1, 8, 8, 8, display_name=3)  # type: ignore[arg-type]
+
+
+def test_models_the_catalog_cannot_fully_represent_say_so():
+    """gpt-oss alternates sliding-window and full attention; Llama 4 chunks its attention and
+    interleaves MoE layers: their notes say what the arithmetic assumes instead."""
+    for name in ("gpt-oss-120b", "gpt-oss-20b"):
+        assert "sliding" in llm.get_model(name).notes
+    maverick = llm.get_model("llama-4-maverick-17b-128e")
+    assert "chunk" in maverick.notes and "interleave" in maverick.notes
+    assert maverick.n_moe_layers == 24
