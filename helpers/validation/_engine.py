@@ -77,7 +77,11 @@ class Prediction:
 
 
 def _solve_constant(
-    time_of: Callable[[float], float], measured_s: float, *, hi: float
+    time_of: Callable[[float], float],
+    measured_s: float,
+    *,
+    hi: float,
+    iterations: int = 60,
 ) -> float:
     """Largest constant ``c >= 0`` with ``time_of(c) <= measured_s``; 0 if even ``c = 0`` is too slow.
 
@@ -96,7 +100,7 @@ def _solve_constant(
         raise ValueError(
             f"no constant up to {hi:g} s reaches the measured {measured_s:g} s"
         )
-    for _ in range(60):
+    for _ in range(iterations):
         mid = (lo + hi) / 2
         if time_of(mid) > measured_s:
             hi = mid
@@ -117,6 +121,7 @@ class _Kind:
     constant: str  # what the constant is, for the calibration table
     same_run: Callable[[PublishedPoint, PublishedPoint], bool]
     hi: float
+    iterations: int = 60  # bisection steps of the constant (fewer where a prediction is costly)
 
 
 def _time(p: PublishedPoint, value: float) -> float:
@@ -153,6 +158,7 @@ def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
                 partial(_calibration_time, spec, calib),
                 _time(calib, calib.value),
                 hi=spec.hi,
+                iterations=spec.iterations,
             )
         for p in group:
             reason = spec.excluded(p)
