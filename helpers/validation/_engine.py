@@ -121,7 +121,9 @@ class _Kind:
     constant: str  # what the constant is, for the calibration table
     same_run: Callable[[PublishedPoint, PublishedPoint], bool]
     hi: float
-    iterations: int = 60  # bisection steps of the constant (fewer where a prediction is costly)
+    iterations: int = (
+        60  # bisection steps of the constant (fewer where a prediction is costly)
+    )
 
 
 def _time(p: PublishedPoint, value: float) -> float:
@@ -196,6 +198,9 @@ def _us(seconds: float) -> str:
 class ErrorSummary:
     """Error statistics of the validating points of one group (fractions, not %).
 
+    ``*_median`` and ``*_p90`` are of the absolute relative error;
+    ``constant_free_signed`` and ``second_order_signed`` are the medians of the
+    signed error (above 0: the model predicts more than published).
     ``constants`` counts the calibration points (one per GPU) among the
     group's predictions; ``gpus`` the GPUs its validating points are on.
     """
@@ -210,6 +215,8 @@ class ErrorSummary:
     constant_free_p90: float = math.nan
     constants: int = 0
     gpus: int = 0
+    constant_free_signed: float = math.nan
+    second_order_signed: float = math.nan
 
     def meets(
         self,
@@ -239,7 +246,9 @@ def summarize(
     for group, items in groups.items():
         naive = np.abs([c.naive_error for c in items])
         second = np.abs([c.second_order_error for c in items])
-        free = np.abs([c.constant_free_error for c in items])
+        free_signed = np.array([c.constant_free_error for c in items])
+        second_signed = np.array([c.second_order_error for c in items])
+        free = np.abs(free_signed)
         out.append(
             ErrorSummary(
                 group,
@@ -252,6 +261,8 @@ def summarize(
                 float(np.percentile(free, 90)),
                 constants[group],
                 len({_gpu_key(c.point) for c in items}),
+                float(np.median(free_signed)),
+                float(np.median(second_signed)),
             )
         )
     return out

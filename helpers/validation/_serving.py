@@ -121,7 +121,9 @@ def _excluded(p: PublishedPoint) -> str:
                 f"as weight-only (dequantised to {computes})"
             )
     if model.moe is not None and not p.setting.get("ep", ""):
-        return "a mixture of experts whose expert-parallel size the source does not state"
+        return (
+            "a mixture of experts whose expert-parallel size the source does not state"
+        )
     return ""
 
 
@@ -208,7 +210,11 @@ def _attention(points: Sequence[PublishedPoint]) -> list[Prediction]:
         except (KeyError, ValueError) as err:
             rate, role, reason = math.nan, "excluded", str(err)
         acc = get_accelerator(p.gpu or "")
-        naive = acc.flops(p.precision or "fp16") if p.precision in acc.peak_flops else math.nan
+        naive = (
+            acc.flops(p.precision or "fp16")
+            if p.precision in acc.peak_flops
+            else math.nan
+        )
         out.append(
             Prediction(
                 p,
