@@ -347,6 +347,8 @@ class ServeResult:
         Iterations simulated (one replica).
     preemptions : int
         Requests evicted and recomputed because the KV cache filled.
+    peak_batch : int
+        The most sequences that ran in one iteration (one replica).
     """
 
     output_tokens_per_s: float
@@ -361,6 +363,7 @@ class ServeResult:
     kv_tokens: int = 0
     iterations: int = 0
     preemptions: int = 0
+    peak_batch: int = 0
 
 
 class _Sim:
@@ -463,6 +466,7 @@ class _Sim:
         it = 0
         busy_seq_time = 0.0
         preemptions = 0
+        peak = 0
         trace_t = [0.0]
         trace_tok = [0.0]
         out_tokens = 0.0
@@ -502,6 +506,7 @@ class _Sim:
                 prefilling.append(rid)
                 blocks_used += nb
                 running += 1
+            peak = max(peak, running)
             if not decoding and not prefilling:
                 if waiting and blocks_used == 0:
                     raise ValueError(
@@ -515,6 +520,8 @@ class _Sim:
                     continue
                 break
             b = len(decoding)
+            while fin_heap and decoding.get(fin_heap[0][1]) != fin_heap[0][0]:
+                heapq.heappop(fin_heap)  # drop stale entries of evicted sequences
             if not prefilling:
                 # decode-only: jump to the next finish (or arrival that could be admitted)
                 next_fin = fin_heap[0][0] if fin_heap else it + 1
@@ -594,8 +601,10 @@ class _Sim:
                 trace_tok.append(out_tokens)
             # finishes
             while fin_heap and fin_heap[0][0] <= it:
-                _, rid = heapq.heappop(fin_heap)
-                decoding.pop(rid, None)
+                f, rid = heapq.heappop(fin_heap)
+                if decoding.get(rid) != f:
+                    continue  # evicted since: a stale entry
+                del decoding[rid]
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
@@ -606,10 +615,10 @@ class _Sim:
             blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
-                rid = max(decoding, key=lambda r: decoding[r])
+                rid = next(
+                    reversed(decoding)
+                )  # the latest to join (its heap entry goes stale)
                 end = decoding.pop(rid)
-                fin_heap = [(f, r) for f, r in fin_heap if r != rid]
-                heapq.heapify(fin_heap)
                 gen = O - (end - it)
                 kv_sum -= I + gen
                 blocks_used -= blocks_of(I + gen)
@@ -625,6 +634,7 @@ class _Sim:
             "iterations": it,
             "busy": busy_seq_time,
             "preemptions": preemptions,
+            "peak": peak,
             "trace_t": np.array(trace_t),
             "trace_tok": np.array(trace_tok),
         }
@@ -859,6 +869,7 @@ def serve(
         kv_tokens=cap.kv_tokens,
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
+        peak_batch=int(out["peak"]),  # type: ignore[call-overload]
     )
 
 

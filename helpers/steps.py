@@ -66,7 +66,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, achievable, dispatch, efficiency, ops, parallel
-from .hardware import Accelerator, Link, get_accelerator, get_link
+from .hardware import FP4_DENSE_FLOPS, Accelerator, Link, get_accelerator, get_link
 from .kv_formats import kv_format
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
@@ -129,7 +129,8 @@ def compute_dtype(acc: str | Accelerator, weight_dtype: str, act_dtype: str) -> 
     """Which tensor-core precision a GEMM of ``weight_dtype`` weights and ``act_dtype`` inputs runs in on ``acc``.
 
     Both operands must share the tensor cores' format: 8-bit weights with
-    8-bit activations run at the 8-bit peak if ``acc`` has one; anything
+    8-bit activations run at the 8-bit peak if ``acc`` has one, NVFP4 with
+    NVFP4 at the FP4 peak on Blackwell (:data:`helpers.hardware.FP4_DENSE_FLOPS`); anything
     else runs at ``act_dtype``'s 16-bit peak with the weights dequantised
     (weight-only quantisation, W8A16 / W4A16).
 
@@ -140,6 +141,8 @@ def compute_dtype(acc: str | Accelerator, weight_dtype: str, act_dtype: str) -> 
     w = _validate.name("weight_dtype", weight_dtype)
     a = _validate.name("act_dtype", act_dtype)
     weight_bytes_per_element(w)
+    if a == w == "fp4" and device.name in FP4_DENSE_FLOPS:
+        return "fp4"
     if a == w and a in device.peak_flops and a in ("fp8", "int8", "bf16", "fp16"):
         return a
     wide = a if a in ("bf16", "fp16") else "bf16"
@@ -279,10 +282,16 @@ class _Pricer:
         self.f_mem = gf.memory_fraction
         self.cdtype = compute_dtype(acc, cfg.weight_dtype, cfg.act_dtype)
         self.f_comp = achievable.fractions(acc, self.cdtype)[0]
-        self.peak = acc.flops(self.cdtype)
+        self.peak = (
+            FP4_DENSE_FLOPS[acc.name]
+            if self.cdtype == "fp4"
+            else acc.flops(self.cdtype)
+        )
         self.bw = acc.memory_bandwidth
         self.wbytes = weight_bytes_per_element(cfg.weight_dtype)
-        self.abytes = 1.0 if self.cdtype in ("fp8", "int8") else 2.0
+        self.abytes = {"fp8": 1.0, "int8": 1.0, "fp4": WEIGHT_BYTES["fp4"]}.get(
+            self.cdtype, 2.0
+        )
         self.dequant = _dequantises(acc, cfg.weight_dtype, cfg.act_dtype)
         try:
             self.vector_peak = acc.vector_flops("bf16")
@@ -299,6 +308,8 @@ class _Pricer:
         self.attn_gemms = _dense_gemms(m, cfg.tp, self.attn_tp)
         self.kv_token_layer = self._kv_bytes_per_token_layer()
         self._cache: dict[int, tuple[float, float, float, float, float, float]] = {}
+        self._heads: dict[int, tuple[float, float, float, float]] = {}
+        self._attn_eff: dict[tuple[int, int], float] = {}
 
     # ---- pieces -------------------------------------------------------
     def _kv_bytes_per_token_layer(self) -> float:
@@ -386,7 +397,7 @@ class _Pricer:
 
         dense_layers = m.n_layers if m.moe is None else m.moe.first_dense_layers
         moe_layers = m.n_layers - dense_layers
-        quant = self.cdtype in ("fp8", "int8")
+        quant = self.cdtype in ("fp8", "int8", "fp4")
         for layers, moe in ((dense_layers, False), (moe_layers, True)):
             if layers == 0:
                 continue
@@ -474,7 +485,7 @@ class _Pricer:
         )
         per_gpu = max(tokens / cfg.ep, 1.0)
         elements = per_gpu * m.moe.top_k * m.d_model
-        dispatch_b = elements * (1.0 if self.cdtype == "fp8" else 2.0)
+        dispatch_b = elements * (1.0 if self.cdtype in ("fp8", "fp4") else 2.0)
         combine_b = elements * 2.0
         return parallel.alltoall_time(
             dispatch_b, cfg.ep, derated
@@ -517,9 +528,13 @@ class _Pricer:
                 continue
             pairs = tokens * prefix + tokens * (tokens + 1) / 2
             flops = pairs * m.attention_flops_per_pair(absorbed=False) / group
-            eff = self.attn.prefill_compute * prefill_attention_efficiency(
-                tokens + prefix, heads, self.cfg.acc
-            )
+            key = (tokens + prefix, heads)
+            share = self._attn_eff.get(key)
+            if share is None:
+                share = self._attn_eff[key] = prefill_attention_efficiency(
+                    tokens + prefix, heads, self.cfg.acc
+                )
+            eff = self.attn.prefill_compute * share
             nbytes = (prefix + tokens) * self.kv_token_layer
             t = max(
                 flops / (self.peak16 * eff),
@@ -536,6 +551,12 @@ class _Pricer:
         """(lm_head_s, sampling_s, floors_s, kernels) for ``seqs`` sequences that need a next token."""
         if seqs <= 0:
             return 0.0, 0.0, 0.0, 0.0
+        hit = self._heads.get(seqs)
+        if hit is None:
+            hit = self._heads[seqs] = self._head(seqs)
+        return hit
+
+    def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
         vocab = m.vocab_size // self.cfg.tp
         lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
@@ -593,7 +614,7 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
 
     fp8 and int8 weights run W8A8 where the tensor cores take that format
     (vLLM's and SGLang's fp8 on Hopper and later), otherwise bf16; 4-bit
-    weights run W4A16; 16-bit weights, their own precision.
+    weights run W4A16, except NVFP4 on Blackwell (W4A4); 16-bit weights, their own precision.
 
     >>> default_act_dtype("H100", "fp8"), default_act_dtype("A100", "fp8")
     ('fp8', 'bf16')
@@ -603,6 +624,8 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     weight_bytes_per_element(w)
     if w in ("fp8", "int8") and w in device.peak_flops:
         return w
+    if w == "fp4" and device.name in FP4_DENSE_FLOPS:
+        return "fp4"
     if w in ("bf16", "fp16", "fp32"):
         return w if w != "fp32" else "bf16"
     return "bf16"
@@ -661,10 +684,12 @@ def pricer(
         if act_dtype is None
         else _validate.name("act_dtype", act_dtype)
     )
-    if a not in ("bf16", "fp16", "fp8", "int8"):
+    if a not in ("bf16", "fp16", "fp8", "int8", "fp4"):
         raise ValueError(
-            f"act_dtype must be bf16, fp16, fp8 or int8, got {act_dtype!r}"
+            f"act_dtype must be bf16, fp16, fp8, int8 or fp4, got {act_dtype!r}"
         )
+    if a == "fp4" and device.name not in FP4_DENSE_FLOPS:
+        raise ValueError(f"act_dtype 'fp4': {device.name} has no FP4 tensor cores")
     if a in ("fp8", "int8") and a not in device.peak_flops:
         raise ValueError(f"act_dtype {a!r}: {device.name} has no {a} tensor cores")
     kv = ("bf16" if w not in ("fp16",) else "fp16") if kv_dtype is None else kv_dtype
