@@ -23,7 +23,8 @@ from helpers import dispatch, inference, ops, published, roofline, serving, vali
 
 @pytest.mark.parametrize("kind", published.KINDS)
 def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> None:
-    """At most one calibration point per GPU and kind; every non-excluded point has three positive predictions."""
+    """At most one calibration point per GPU and kind; every non-excluded point has three positive predictions
+    (two for the engine kinds, which have no naive model: NaN there)."""
     comparisons = validation.compare(kind)
     assert len(comparisons) == len(published.load(kind))
     per_gpu: dict[str, int] = {}
@@ -33,7 +34,11 @@ def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> N
         if c.role == "calibration":
             per_gpu[gpu] += 1
         if c.role != "excluded":
-            assert c.naive > 0 and c.second_order > 0 and c.constant_free > 0
+            assert c.second_order > 0 and c.constant_free > 0
+            if kind in ("serving", "ttft"):
+                assert math.isnan(c.naive)
+            else:
+                assert c.naive > 0
     assert all(n <= 1 for n in per_gpu.values())
     if kind == "peak":
         assert sum(per_gpu.values()) == 0
@@ -42,10 +47,12 @@ def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> N
 def test_calibration_points_are_reproduced_and_the_constant_only_slows() -> None:
     """The constant solves its point (unless the model is already slower without it), and is never negative:
     the calibrated model is never faster than the constant-free one."""
-    for kind in ("gemm", "resnet50", "decode", "kv_transfer"):
+    for kind in ("gemm", "resnet50", "decode", "kv_transfer", "serving", "ttft"):
         comparisons = validation.compare(kind)
         for c in validation.with_role(comparisons, "calibration"):
-            assert c.second_order_error == pytest.approx(0, abs=1e-6) or (
+            # the engine kinds bisect their constant in 12 steps (a prediction costs a simulation)
+            tol = 1e-3 if kind in ("serving", "ttft") else 1e-6
+            assert c.second_order_error == pytest.approx(0, abs=tol) or (
                 " 0.00 " in c.reason + " "
             ), (kind, c.series, c.reason, c.second_order_error)
         for c in validation.with_role(comparisons, "validation"):

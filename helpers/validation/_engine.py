@@ -121,9 +121,10 @@ class _Kind:
     constant: str  # what the constant is, for the calibration table
     same_run: Callable[[PublishedPoint, PublishedPoint], bool]
     hi: float
-    iterations: int = (
-        60  # bisection steps of the constant (fewer where a prediction is costly)
-    )
+    iterations: int = 60
+    """Bisection steps of the constant (fewer where one prediction is costly)."""
+    predict_excluded: bool = True
+    """False: excluded points get NaN predictions (a costly model is not run on them)."""
 
 
 def _time(p: PublishedPoint, value: float) -> float:
@@ -168,8 +169,11 @@ def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
                 if spec.same_run(p, calib):
                     reason = "the same run as its GPU's calibration point"
             naive = _safe(partial(spec.naive, p))
-            free = _safe(partial(spec.model, p, 0.0))
-            calibrated = _safe(partial(spec.model, p, constant))
+            if reason and not spec.predict_excluded:
+                free = calibrated = math.nan
+            else:
+                free = _safe(partial(spec.model, p, 0.0))
+                calibrated = _safe(partial(spec.model, p, constant))
             if reason:
                 role: Role = "excluded"
             elif p is calib:

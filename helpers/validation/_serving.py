@@ -15,11 +15,13 @@ the point a rule picks before any error is computed:
   carries no fixed time to fit): every point validates.
 
 Points are left out only by rules about what the engine can represent, fixed
-with the data (before any prediction): a precision the engine prices as
-weight-only although the GPU computes in it (FP4 on Blackwell), a
-mixture-of-experts run whose expert-parallel size the source does not state,
-a model the catalog lacks. The naive model has no engine counterpart (the
-engine has no datasheet-peak mode): its column is NaN for these kinds.
+with the data (before any error was computed): a precision the engine prices
+as weight-only although the GPU computes in it (FP4, where the engine has no
+FP4 path), a mixture-of-experts run whose expert-parallel size the source does
+not state, a model the catalog lacks, a setting the engine refuses (it raises:
+a GPU without the SM count its GEMM tiling needs, a model that does not fit).
+The naive model has no engine counterpart (the engine has no datasheet-peak
+mode): its column is NaN for these kinds.
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ def _excluded(p: PublishedPoint) -> str:
         return (
             "a mixture of experts whose expert-parallel size the source does not state"
         )
+    try:
+        _serve(p, 0.0)
+    except (KeyError, ValueError) as err:
+        return f"the engine cannot price it: {str(err).split(' (')[0]}"
     return ""
 
 
@@ -160,7 +166,8 @@ SERVING = _Kind(
     constant="CPU time per engine iteration",
     same_run=lambda p, c: _setting(p) == _setting(c),
     hi=1e-2,
-    iterations=16,
+    iterations=12,
+    predict_excluded=False,
 )
 
 TTFT = replace(SERVING, model=_ttft_value)
