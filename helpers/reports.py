@@ -8,10 +8,14 @@ here beyond formatting and the grouping of :func:`helpers.validation.summarize`.
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
+
+import numpy as np
 
 from .achievable import _fraction_table, fractions
 from .formatting import format_si, markdown_table
@@ -296,8 +300,92 @@ def by_gpu_markdown(kinds: tuple[Kind, ...] = KINDS) -> str:
     )
 
 
+SCOREBOARD = Path(__file__).parent / "data" / "published" / "scoreboard.csv"
+"""The committed scoreboard (``make scoreboard``, ``tools/scoreboard.py``)."""
+
+TOOLS = ("book", "aiconfigurator", "mlsysim")
+"""The scoreboard's columns of predictions: the book's constant-free model and the two other tools."""
+
+
+def scoreboard_rows() -> list[dict[str, str]]:
+    """The committed scoreboard's rows (one per published point of the engine kinds)."""
+    with SCOREBOARD.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _tool_errors(rows: list[dict[str, str]], tool: str) -> list[float]:
+    return [
+        float(r[tool]) / float(r["published"]) - 1
+        for r in rows
+        if r["book_role"] == "validation" and r[tool]
+    ]
+
+
+def scoreboard_markdown() -> str:
+    """A Markdown table, one row per kind and tool: points covered of the book's validating ones, errors.
+
+    Errors as everywhere on the page: median / 90th percentile of the
+    absolute relative error / median of the signed one, over the points the
+    tool covers (so a tool that covers few points is judged on those few).
+    """
+    rows = scoreboard_rows()
+    out = []
+    for kind in ("serving", "ttft", "attention"):
+        mine = [r for r in rows if r["kind"] == kind]
+        valid = [r for r in mine if r["book_role"] == "validation"]
+        for tool in TOOLS:
+            errors = np.array(_tool_errors(mine, tool))
+            if errors.size:
+                cell = _errors(
+                    float(np.median(np.abs(errors))),
+                    float(np.percentile(np.abs(errors), 90)),
+                    float(np.median(errors)),
+                )
+            else:
+                cell = "—"
+            out.append([f"{kind} · {tool}", f"{errors.size} of {len(valid)}", cell])
+    return markdown_table(
+        ["kind · tool", "points covered", "median / p90 / signed"], out, align="lrr"
+    )
+
+
+def scoreboard_versions() -> str:
+    """The tools' versions as the committed scoreboard records them (one line)."""
+    versions = sorted({r["versions"] for r in scoreboard_rows() if r["versions"]})
+    return " | ".join(versions) if versions else "the tools have not been run"
+
+
+def scoreboard_worst_markdown(tool: str, *, n: int = 3) -> str:
+    """A Markdown table of the ``n`` validating points ``tool`` misses most, beside the book's prediction."""
+    if tool not in TOOLS:
+        raise ValueError(f"tool must be one of {TOOLS}, got {tool!r}")
+    rows = [r for r in scoreboard_rows() if r["book_role"] == "validation" and r[tool]]
+    rows.sort(key=lambda r: -abs(float(r[tool]) / float(r["published"]) - 1))
+    table = [
+        [
+            f"{r['kind']} · {r['gpu']}",
+            r["label"],
+            format_si(float(r["published"]), r["unit"]),
+            f"{100 * (float(r[tool]) / float(r['published']) - 1):+.0f} %",
+            f"{100 * (float(r['book']) / float(r['published']) - 1):+.0f} %"
+            if r["book"]
+            else "—",
+        ]
+        for r in rows[:n]
+    ]
+    return markdown_table(
+        ["kind · GPU", "setting", "published", tool, "book"], table, align="llrrr"
+    )
+
+
 __all__ = [
     "KIND_TARGETS",
+    "SCOREBOARD",
+    "TOOLS",
+    "scoreboard_markdown",
+    "scoreboard_rows",
+    "scoreboard_versions",
+    "scoreboard_worst_markdown",
     "MIN_POINTS",
     "SERVING_SIGNED_TARGET",
     "by_gpu_markdown",
