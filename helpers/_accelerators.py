@@ -303,7 +303,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "publishes no public datasheet; figures as tabulated in the attention-offloading "
             "(Lamina) paper, Chen et al. 2024, Table 1. Dense. No SM count, L2 size or "
             "non-tensor rate: NVIDIA publishes none, and third-party reports (78 SMs, 60 MB) are "
-            "unverified, so these are None. No host link either: no datasheet names it."
+            "unverified, so the tables say not published. No host link either: no datasheet names it."
         ),
         aliases=("nvidia h20",),
         torch_names=(r"\bh20\b",),
@@ -444,7 +444,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "per GPU (Blackwell Ultra raised dense FP4 by about half, so sparsity no longer doubles it). "
             "Blackwell Ultra cut INT8 to a few POPS per board, so no int8 figure is kept. 288 GB "
             "HBM3e (2.3 TB per board) at 8 TB/s (NVIDIA's Blackwell Ultra technical blog). Host "
-            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet, so None."
+            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet, so the tables say not published."
         ),
         aliases=("b300", "hgx b300", "nvidia b300"),
         torch_names=(r"\bb300\b",),
@@ -470,7 +470,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "576 TB/s per rack: 186 GB and 8 TB/s per GPU (the driver reports 186 GB, MLPerf v6.1 "
             "GB200-186GB systems). Host link NVLink-C2C to the superchip's Grace CPU (not PCIe); "
             "its LPDDR5X (480 GB per Grace, 512 GB/s) is a memory tier, see GB200_NVL72. No SM "
-            "count or L2 size on the page, so None."
+            "count or L2 size on the page, so the tables say not published."
         ),
         aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
         torch_names=(r"\bgb200\b",),
@@ -489,7 +489,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "and 'with structured sparsity' (2x); kept: FP16/BF16 1,307.4, FP8 2,614.9, TF32 "
             "653.7, FP32 matrix 163.4 TFLOP/s, INT8 2,614.9 TOPS. No FP4 on CDNA 3. 192 GB HBM3 "
             "at 5.3 TB/s. 304 compute units (AMD's SM) with 4 MB of L2 per XCD (32 MB) and a "
-            "256 MB Infinity Cache as last level (ROCm GPU specifications): l2_bytes is None since "
+            "256 MB Infinity Cache as last level (ROCm GPU specifications): the L2 column says not published since "
             "neither is one shared L2 like NVIDIA's. Host link PCIe 5.0 x16 (datasheet); seven "
             "Infinity Fabric links to peer GPUs."
         ),
@@ -511,7 +511,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "AMD CDNA 3 with the MI300X's compute (same dense peaks: FP16/BF16 1,307.4, FP8 "
             "2,614.9 TFLOP/s; 2x with structured sparsity) and 256 GB of HBM3E at 6 TB/s. No FP4. "
             "304 compute units; 32 MB L2 and 256 MB Infinity Cache, as on the MI300X (ROCm GPU "
-            "specifications); l2_bytes is None, as on the MI300X. Host link PCIe 5.0 x16."
+            "specifications); the L2 column says not published, as on the MI300X. Host link PCIe 5.0 x16."
         ),
         aliases=("amd mi325x", "instinct mi325x"),
         torch_names=(r"mi325x",),

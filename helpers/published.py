@@ -246,7 +246,7 @@ class PublishedPoint:
             elif s.get("requests"):
                 load = f", batch {s['requests']}"
             return (
-                f"{s['model']}, {s['input_len']}/{s['output_len']}, "
+                f"{_display(s['model'])}, {s['input_len']}/{s['output_len']}, "
                 f"{self.precision}{gpus}{load}"
             )
         if self.kind == "attention":
@@ -263,6 +263,18 @@ class PublishedPoint:
         if not text:
             raise KeyError(f"{self.kind} point has no {column!r}")
         return int(text)
+
+
+def _display(model: str) -> str:
+    """The catalog's display name of ``model`` ("Llama-3-8B"), or the name as written if the catalog lacks it."""
+    from .llm import (
+        get_model,
+    )  # the model catalog imports hardware, as this module does
+
+    try:
+        return get_model(model).display_name
+    except KeyError:
+        return model
 
 
 def _row(kind: Kind, row: Mapping[str, str], where: str) -> PublishedPoint:

@@ -98,12 +98,13 @@ def test_a_new_accelerator_reaches_every_enumeration(extended_catalog):
     assert hardware.from_device_name("NVIDIA X1") is FAKE_ACC
     text = hardware.catalog_markdown()
     rows = [line for line in text.splitlines() if line.startswith("| Test GPU X1 |")]
-    assert len(rows) == 2
+    assert len(rows) == 3
     assert (
         "| 400.0 |" in rows[0]
         and "| 2,000 | 64 | 200 |" in rows[1]
         and FAKE_ACC.source in rows[1]
     )
+    assert rows[2] == "| Test GPU X1 | Xeno | not published | not published |"
     assert f"- **Test GPU X1:** {FAKE_ACC.notes}" in hardware.catalog_notes_markdown()
     assert labtools.rate_bounds("NVIDIA X1", "bf16") == pytest.approx(
         (1.05 * 400e12, 1.05 * 2e12)

@@ -96,7 +96,7 @@ def test_serving_prediction_is_the_engines_own():
         c
         for c in validation.compare("serving")
         if c.point.gpu == "H200 SXM"
-        and c.point.label == "llama-3-8b, 1000/1000, fp8"
+        and c.point.label == "Llama-3-8B, 1000/1000, fp8"
     ]
     r = engine.serve(
         "llama-3-8b",

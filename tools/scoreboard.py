@@ -24,7 +24,7 @@ published values):
 * **AIConfigurator** ``cli_estimate`` (aggregated serving, TensorRT-LLM
   performance tables of the GPU's system): a batch the source states is used
   as is (a static batch, the clients of a TTFT point); a full-load point takes
-  the best output throughput over batches 64, 256 and 1024 that fit in
+  the best output throughput over batches 256 and 1024 that fit in
   memory (no KV-capacity warning). Models: the Llama 3.1 configurations it
   ships (same shapes as the catalog's Llama-3-8B/70B and Llama-3.1-405B);
   others need a download from Hugging Face, unreachable here.
@@ -78,7 +78,7 @@ AIC_MODELS = {
     "llama-3.1-405b": "meta-llama/Meta-Llama-3.1-405B",
 }
 AIC_GEMM = {"fp8": "fp8", "fp4": "nvfp4", "fp16": "bfloat16", "bf16": "bfloat16"}
-AIC_BATCHES = (64, 256, 1024)
+AIC_BATCHES = (256, 1024)
 
 MLSYSIM_HARDWARE = {
     "H100 SXM": "H100",
@@ -288,6 +288,9 @@ def run_tools(
             }
         )
         out.append(mine)
+        # written after every point, so an interrupted run keeps what it computed
+        done = {_key(r) for r in out}
+        _write(out + [dict(book[_key(r)]) for r in rows if _key(r) not in done])
     return out
 
 
