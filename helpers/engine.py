@@ -802,7 +802,9 @@ def serve(
         throughput is tokens over the makespan, ramp-down included.
     concurrency : int or None
         Clients each sending their next request as soon as one finishes.
-        Without ``requests``: steady state.
+        Without ``requests``: steady state. The clients start together, as
+        benchmark tools' do, so with one fixed length their requests stay in
+        step (a cohort prefills together; TTFT is that cohort's prefill).
     rate : float or None
         Poisson arrivals per second (all replicas); ``requests`` defaults to 500.
     engine : str or EnginePreset
