@@ -48,6 +48,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
 * :mod:`helpers.offload` -- attention offload to memory-rich devices
+* :mod:`helpers.attention_variants` -- sliding-window, linear-hybrid and sparse attention:
+  the cache they keep, the bytes a step reads, c(n) and prefix reuse
 * :mod:`helpers.traces` -- the Mooncake request traces: loading and checking
   them, what their prompts cost to prefill
 * :mod:`helpers.cachesim` -- prefix-cache hit rates of a trace, at every
@@ -103,6 +105,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "papers",
         "llm",
         "kv_formats",
+        "attention_variants",
         "inference",
         "serving",
         "queueing",
