@@ -63,7 +63,7 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
   :mod:`helpers.kvtransfer`, :mod:`helpers.kvpool` -- measuring this machine
   (torch, imported lazily; ``kvpool``: a local Mooncake Store pool)
-* :mod:`helpers.plots`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
+* :mod:`helpers.plots`, :mod:`helpers.figures_part2`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
   :mod:`helpers.exercises`, :mod:`helpers.formatting` -- the book's figures,
   calculator harness, the chapters' calculators, answer checks, and printed
   numbers and tables
@@ -121,7 +121,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "prefix_reuse",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
-    "book": ("plots", "widgets", "calculators", "exercises", "formatting"),
+    "book": (
+        "plots",
+        "figures_part2",
+        "widgets",
+        "calculators",
+        "exercises",
+        "formatting",
+    ),
 }
 """Every public module of the package, once, by kind: ``"model"`` (the formulas, the specs and
 the evidence; no torch), ``"measure"`` (measuring this machine; torch, imported lazily) and
