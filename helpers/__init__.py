@@ -119,6 +119,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "belady",
         "routing",
         "prefix_reuse",
+        "efficiency",
+        "steps",
+        "engine",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
     "book": (
