@@ -48,6 +48,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching
 * :mod:`helpers.offload` -- attention offload to memory-rich devices
+* :mod:`helpers.attention_variants` -- sliding-window, linear-hybrid and sparse attention:
+  the cache they keep, the bytes a step reads, c(n) and prefix reuse
 * :mod:`helpers.traces` -- the Mooncake request traces: loading and checking
   them, what their prompts cost to prefill
 * :mod:`helpers.cachesim` -- prefix-cache hit rates of a trace, at every
@@ -61,7 +63,7 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
   :mod:`helpers.kvtransfer`, :mod:`helpers.kvpool` -- measuring this machine
   (torch, imported lazily; ``kvpool``: a local Mooncake Store pool)
-* :mod:`helpers.plots`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
+* :mod:`helpers.plots`, :mod:`helpers.figures_part2`, :mod:`helpers.widgets`, :mod:`helpers.calculators`,
   :mod:`helpers.exercises`, :mod:`helpers.formatting` -- the book's figures,
   calculator harness, the chapters' calculators, answer checks, and printed
   numbers and tables
@@ -105,6 +107,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "papers",
         "llm",
         "kv_formats",
+        "attention_variants",
         "inference",
         "serving",
         "queueing",
@@ -123,7 +126,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "engine",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
-    "book": ("plots", "widgets", "calculators", "exercises", "formatting"),
+    "book": (
+        "plots",
+        "figures_part2",
+        "widgets",
+        "calculators",
+        "exercises",
+        "formatting",
+    ),
 }
 """Every public module of the package, once, by kind: ``"model"`` (the formulas, the specs and
 the evidence; no torch), ``"measure"`` (measuring this machine; torch, imported lazily) and

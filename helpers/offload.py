@@ -12,7 +12,9 @@ A decode step has two kinds of work (:func:`decode_split`):
   parallelism shards the heads: ``heads_per_device``), and ``s_q`` query
   tokens per step (speculative decoding) multiply either by ``s_q``;
   :func:`kv_bytes_per_token_per_device` gives the KV bytes each device
-  stores under head-sharded TP (MLA's latent is replicated);
+  stores under head-sharded TP (MLA's latent is replicated) and under
+  decode context parallelism (the latent striped by tokens), and
+  :func:`dcp_exchange_bytes` what DCP sends per layer instead;
 * **the rest** (weight matmuls, lm_head, embedding rows; "linear" for
   short): the weights are read once for the whole batch, so the intensity
   grows with the batch.
@@ -172,7 +174,11 @@ def attention_intensity(
 
 
 def kv_bytes_per_token_per_device(
-    model: str | ModelConfig, *, dtype: str = "bf16", tensor_parallel: int = 1
+    model: str | ModelConfig,
+    *,
+    dtype: str = "bf16",
+    tensor_parallel: int = 1,
+    decode_context_parallel: int = 1,
 ) -> float:
     """KV cache bytes one device stores per token when attention is head-sharded over ``tensor_parallel`` devices.
 
@@ -187,6 +193,17 @@ def kv_bytes_per_token_per_device(
     GPUs under data-parallel attention (``tensor_parallel=1``: each sequence's
     cache on the one device that runs its attention).
 
+    The latent cannot be split by heads, but it can be split by *tokens*:
+    decode context parallelism (DCP, vLLM's ``--decode-context-parallel-size``,
+    SGLang's ``--dcp-size``) stripes each sequence's cache over
+    ``decode_context_parallel = c`` ranks of the TP group (rank ``r`` keeps the
+    positions ``p`` with ``p mod c = r``), so each stores ``1/c`` of what it
+    stored: DeepSeek-V3 under TP-8 with DCP-8 keeps ``70,272 / 8 = 8,784``
+    bytes per token per GPU, as many tokens as data-parallel attention. For
+    GQA, DCP can only remove the copies of a replicated KV head, so ``c`` must
+    divide ``max(TP / n_kv, 1)``. :func:`dcp_exchange_bytes` gives what DCP
+    sends instead.
+
     Parameters
     ----------
     model : str or ModelConfig
@@ -194,17 +211,81 @@ def kv_bytes_per_token_per_device(
         KV cache dtype.
     tensor_parallel : int
         Devices that share each sequence's attention heads, >= 1, at most ``n_heads``.
+    decode_context_parallel : int
+        Ranks of the TP group over which each sequence's tokens are striped, >= 1,
+        a divisor of ``tensor_parallel`` (1: no DCP).
     """
     m = get_model(model)
     tp = _args.positive_int("tensor_parallel", tensor_parallel)
+    dcp = _args.positive_int("decode_context_parallel", decode_context_parallel)
     if tp > m.n_heads:
         raise ValueError(
             f"tensor_parallel must be at most the model's {m.n_heads} heads, got {tp}"
         )
+    if tp % dcp:
+        raise ValueError(
+            f"decode_context_parallel must divide tensor_parallel ({tp}), got {dcp}"
+        )
     full = kv_cache_bytes_per_token(m, dtype=dtype)
     if m.mla is not None:
-        return full
-    return full * max(m.n_kv_heads / tp, 1) / m.n_kv_heads
+        return full / dcp
+    copies = max(tp // m.n_kv_heads, 1)
+    if copies % dcp:
+        raise ValueError(
+            "decode_context_parallel must divide the copies of each KV head "
+            f"({copies} under TP-{tp} with {m.n_kv_heads} KV heads), got {dcp}"
+        )
+    return full * max(m.n_kv_heads / tp, 1) / m.n_kv_heads / dcp
+
+
+def dcp_exchange_bytes(
+    model: str | ModelConfig,
+    *,
+    batch: int,
+    decode_context_parallel: int,
+    dtype: str = "bf16",
+) -> tuple[float, float]:
+    """Bytes DCP exchanges per layer of a decode step: ``(query all-gather, output all-to-all)``.
+
+    Under DCP each rank scores its ``1/c`` of every sequence's tokens with *all*
+    the heads of the group, so per layer (for MLA, in the absorbed form that
+    scores the latent directly):
+
+    * the ranks all-gather the queries: ``b h (d_c + d_R) w`` bytes in all for
+      MLA, ``b h d_h w`` for GQA;
+    * each rank returns a partial output and its log-sum-exp for every head, and
+      the ranks exchange them in one all-to-all to merge exactly:
+      ``b h (d_c w + 4)`` bytes for MLA (the latent-space output before the value
+      up-projection, plus an fp32 log-sum-exp), ``b h (d_h w + 4)`` for GQA.
+
+    These are the array sizes ``S`` of :func:`helpers.parallel.collective_time`;
+    a step pays them once per layer. DeepSeek-V3, batch 1, bf16: ``128 * 576 * 2
+    = 147,456`` and ``128 * (512 * 2 + 4) = 131,584`` bytes.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    batch : int
+        Sequences in the decode step (of the DCP group), >= 1.
+    decode_context_parallel : int
+        DCP size, >= 2 (with 1 nothing is exchanged).
+    dtype : str
+        Dtype of the queries and outputs exchanged.
+    """
+    m = get_model(model)
+    b = _args.positive_int("batch", batch)
+    c = _args.positive_int("decode_context_parallel", decode_context_parallel)
+    if c < 2:
+        raise ValueError(
+            f"decode_context_parallel must be >= 2 to exchange anything, got {c}"
+        )
+    w = dtype_bytes(dtype)
+    if m.mla is not None:
+        q = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+        out = m.mla.kv_lora_rank
+    else:
+        q = out = m.head_dim
+    return (b * m.n_heads * q * w, b * m.n_heads * (out * w + 4.0))
 
 
 def turnover_time_s(acc: str | Accelerator) -> float:

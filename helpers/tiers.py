@@ -198,6 +198,85 @@ def example_hierarchy(
     return levels
 
 
+GB200_NVL72_HBM_BYTES = 13.4e12
+"""HBM3e of one GB200 NVL72 rack, 72 Blackwell GPUs ("up to 13.4 TB", NVIDIA's GB200 NVL72 page)."""
+
+GB200_NVL72_LPDDR5X_BYTES = 17e12
+"""LPDDR5X of the rack's 36 Grace CPUs ("up to 17 TB", NVIDIA's GB200 NVL72 page), two GPUs per Grace."""
+
+GB200_NVL72_GPUS = 72
+_GB200_NVL72_PAGE = "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+
+
+def rack_scale_tiers(
+    *, n_gpus: int = 8, peer_share: float = 0.25, cxl_bytes: float = 4e12
+) -> list[Tier]:
+    """Tiers a group of ``n_gpus`` GPUs in a GB200 NVL72 rack can reach beyond its own HBM, fastest first.
+
+    * ``"NVL72 peer HBM"``: ``peer_share`` of the other GPUs' HBM (an
+      assumption: what the rack's other replicas leave free for cache),
+      reached over NVLink 5 at 900 GB/s per direction per GPU, one link per
+      GPU of the group (capacity from :data:`GB200_NVL72_HBM_BYTES`);
+    * ``"Grace LPDDR5X (NVLink-C2C)"``: the group's own Graces' memory, one
+      Grace per two GPUs (:data:`GB200_NVL72_LPDDR5X_BYTES` / 36 each), over
+      NVLink-C2C at 450 GB/s per direction per Grace, shared by its two GPUs;
+    * ``"CXL Type-3 memory"``: ``cxl_bytes`` (an assumption) behind one
+      PCIe 5.0 x16 CXL expander per GPU, 63 GB/s per direction each.
+
+    Bandwidths are the link catalog's datasheet figures, not measurements;
+    each tier is the whole of its capacity (they are not inclusive of one
+    another, unlike :func:`example_hierarchy`).
+
+    Raises
+    ------
+    ValueError
+        ``n_gpus`` is odd, not positive or more than the rack's 72; ``peer_share``
+        is not in (0, 1]; ``cxl_bytes`` is not positive.
+    """
+    n = _args.positive_int("n_gpus", n_gpus)
+    if n % 2 or n >= GB200_NVL72_GPUS:
+        raise ValueError(
+            f"n_gpus must be even (two GPUs per Grace) and below {GB200_NVL72_GPUS}, got {n}"
+        )
+    share = _args.fraction("peer_share", peer_share)
+    _args.positive("cxl_bytes", cxl_bytes)
+    per_gpu_hbm = GB200_NVL72_HBM_BYTES / GB200_NVL72_GPUS
+    per_grace = GB200_NVL72_LPDDR5X_BYTES / (GB200_NVL72_GPUS // 2)
+    peer = Tier.from_link(
+        "NVL72 peer HBM",
+        share * per_gpu_hbm * (GB200_NVL72_GPUS - n),
+        "nvlink5",
+        n_links=n,
+    )
+    grace = Tier.from_link(
+        "Grace LPDDR5X (NVLink-C2C)", per_grace * n // 2, "c2c", n_links=n // 2
+    )
+    cxl = Tier.from_link("CXL Type-3 memory", cxl_bytes, "cxl", n_links=n)
+    return [
+        Tier(
+            peer.name,
+            peer.capacity_bytes,
+            peer.bandwidth,
+            peer.latency,
+            f"{peer.source}; capacity: {share:g} of the other GPUs' HBM ({_GB200_NVL72_PAGE}), assumption",
+        ),
+        Tier(
+            grace.name,
+            grace.capacity_bytes,
+            grace.bandwidth,
+            grace.latency,
+            f"{grace.source}; capacity: {_GB200_NVL72_PAGE}",
+        ),
+        Tier(
+            cxl.name,
+            cxl.capacity_bytes,
+            cxl.bandwidth,
+            cxl.latency,
+            f"{cxl.source}; capacity: assumption",
+        ),
+    ]
+
+
 def _check_tier(tier: object) -> None:
     if not isinstance(tier, Tier):
         raise TypeError(f"tier must be a Tier, got {type(tier).__name__}")

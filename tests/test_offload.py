@@ -444,3 +444,59 @@ def test_flashmla_measurements_sit_below_the_models_bounds():
     )
     assert tp8 * bandwidth < 0.15 * peak
     assert papers.FLASHMLA_H800_MEMORY_BOUND_BANDWIDTH < bandwidth
+
+
+# --- decode context parallelism (DCP): the latent split by tokens (II-1) ---
+
+
+def test_dcp_stripes_the_mla_latent_over_the_tp_group():
+    full = offload.kv_bytes_per_token_per_device("deepseek-v3")
+    assert (
+        offload.kv_bytes_per_token_per_device("deepseek-v3", tensor_parallel=8) == full
+    )
+    striped = offload.kv_bytes_per_token_per_device(
+        "deepseek-v3", tensor_parallel=8, decode_context_parallel=8
+    )
+    assert striped == pytest.approx(61 * 576 * 2 / 8)
+    half = offload.kv_bytes_per_token_per_device(
+        "deepseek-v3", tensor_parallel=8, decode_context_parallel=2
+    )
+    assert half == pytest.approx(full / 2)
+
+
+def test_dcp_only_removes_replicated_gqa_heads():
+    # Llama-3-70B has 8 KV heads: TP-8 replicates none, so DCP has nothing to stripe.
+    with pytest.raises(ValueError, match="decode_context_parallel"):
+        offload.kv_bytes_per_token_per_device(
+            "llama-3-70b", tensor_parallel=8, decode_context_parallel=2
+        )
+    # TP-16 keeps each KV head on two GPUs; DCP-2 stripes the copies away.
+    assert offload.kv_bytes_per_token_per_device(
+        "llama-3-70b", tensor_parallel=16, decode_context_parallel=2
+    ) == pytest.approx(
+        offload.kv_bytes_per_token_per_device("llama-3-70b", tensor_parallel=8) / 2
+    )
+
+
+@pytest.mark.parametrize("bad", [3, 0])
+def test_dcp_must_divide_tp(bad):
+    with pytest.raises(ValueError, match="decode_context_parallel"):
+        offload.kv_bytes_per_token_per_device(
+            "deepseek-v3", tensor_parallel=8, decode_context_parallel=bad
+        )
+
+
+def test_dcp_exchange_bytes_by_hand():
+    q, out = offload.dcp_exchange_bytes(
+        "deepseek-v3", batch=10, decode_context_parallel=8
+    )
+    assert q == 10 * 128 * (512 + 64) * 2
+    assert out == 10 * 128 * (512 * 2 + 4)
+    q70, _ = offload.dcp_exchange_bytes(
+        "llama-3-70b", batch=1, decode_context_parallel=2
+    )
+    assert q70 == 64 * 128 * 2
+    with pytest.raises(ValueError, match="decode_context_parallel"):
+        offload.dcp_exchange_bytes("deepseek-v3", batch=1, decode_context_parallel=1)
+    with pytest.raises(ValueError, match="batch"):
+        offload.dcp_exchange_bytes("deepseek-v3", batch=0, decode_context_parallel=8)

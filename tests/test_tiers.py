@@ -522,3 +522,33 @@ def test_a_fully_hidden_fetch_costs_the_compute_alone_given_its_head_start():
     assert slow.head_start_s == pytest.approx(0.020)
     fast = tiers.PrefillEstimate((), 0.005, 0.010, 80)
     assert fast.hidden_s == 0.010 and fast.head_start_s == 0.0
+
+
+# --- rack-scale and coherent tiers (II-16) ---
+
+
+def test_rack_scale_tiers_from_the_datasheets():
+    peer, grace, cxl = tiers.rack_scale_tiers(n_gpus=8, peer_share=0.5, cxl_bytes=2e12)
+    assert peer.bandwidth == pytest.approx(8 * 900e9)
+    assert peer.capacity_bytes == pytest.approx(0.5 * 13.4e12 / 72 * 64)
+    assert grace.bandwidth == pytest.approx(4 * 450e9)  # one Grace per two GPUs
+    assert grace.capacity_bytes == pytest.approx(4 * 17e12 / 36)
+    assert cxl.bandwidth == pytest.approx(8 * 63.015e9, rel=1e-3)
+    assert cxl.capacity_bytes == 2e12
+    assert peer.bandwidth > grace.bandwidth > cxl.bandwidth
+    assert "gb200-nvl72" in grace.source
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"n_gpus": 7}, "n_gpus"),
+        ({"n_gpus": 72}, "n_gpus"),
+        ({"peer_share": 0}, "peer_share"),
+        ({"peer_share": 1.5}, "peer_share"),
+        ({"cxl_bytes": 0}, "cxl_bytes"),
+    ],
+)
+def test_rack_scale_tiers_reject_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        tiers.rack_scale_tiers(**kwargs)
