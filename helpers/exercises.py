@@ -16,6 +16,13 @@ from pathlib import Path
 from . import _args
 
 
+def _not_checked(answer: object) -> str:
+    """What a check cell prints for an answer that is not a finite number (``None``: not yet written)."""
+    if answer is None:
+        return "Not checked yet: set answer to your number and run this cell again."
+    return f"Not checked: write your answer as a number (got {answer!r})."
+
+
 def check(
     answer: object,
     expected: float,
@@ -45,7 +52,7 @@ def check(
         or not isinstance(answer, Real)
         or not math.isfinite(float(answer))
     ):
-        return f"Not checked: write your answer as a number (got {answer!r})."
+        return _not_checked(answer)
     answer = float(answer)
     shown = f"{expected:.3g}" + (f" {unit}" if unit else "")
     if math.isclose(answer, expected, rel_tol=rel_tol):
@@ -150,7 +157,7 @@ def check_digest(label: str, answer: object, *, unit: str = "", hint: str = "") 
         or not isinstance(answer, Real)
         or not math.isfinite(float(answer))
     ):
-        return f"Not checked: write your answer as a number (got {answer!r})."
+        return _not_checked(answer)
     value = float(answer)
     step = _bucket_step(rel_tol)
     suffix = f" {unit}" if unit else ""

@@ -149,3 +149,11 @@ def test_stored_digests_accept_the_books_hand_arithmetic():
     assert exercises.check_digest("ch2-q1", 65e12 / 320e9).startswith("Right")
     assert exercises.check_digest("ch4-q1", 65e12 / 320e9 * 2 / 2).startswith("Right")
     assert exercises.check_digest("ch1-q1", 1 / 12).startswith("Right")
+
+
+def test_an_unwritten_answer_says_so_instead_of_printing_none():
+    """A check cell run before the student writes an answer tells them what to do (reader, R4 round)."""
+    msg = exercises.check(None, 3.0)
+    assert "None" not in msg
+    assert msg.startswith("Not checked yet")
+    assert "got 'x'" in exercises.check("x", 3.0)
