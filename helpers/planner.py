@@ -42,7 +42,10 @@ __all__ = [
     "MODEL_ALIASES",
     "NODE_GPUS",
     "engine_flags",
+    "load_deployments",
     "main",
+    "pool_throughputs",
+    "published_comparison",
     "plan",
     "resolve_model",
     "usd_per_million_tokens",
@@ -867,3 +870,108 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+# ---------------------------------------------------------------------------
+# Published deployments: the planner beside them
+# ---------------------------------------------------------------------------
+
+DEPLOYMENTS_CSV = "deployments.csv"
+"""File in ``helpers/data/published/`` with the published deployments, one quantity per row."""
+
+
+def _layout(text: str) -> tuple[int, int]:
+    if text.startswith("EP"):
+        return 1, int(text[2:].split("+")[0])
+    return int(text[2:]), 1
+
+
+def load_deployments() -> list[dict[str, str]]:
+    """Rows of ``helpers/data/published/deployments.csv`` (each with its source)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "data" / "published" / DEPLOYMENTS_CSV
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def pool_throughputs(row: dict[str, str]) -> dict[str, float]:
+    """Predicted per-GPU pool throughputs at a published deployment's own layouts.
+
+    ``prefill_input_tokens_per_s_per_gpu``: prompt tokens (cached ones
+    included, as DeepSeek counts them) one prefill GPU processes per second at
+    full load; ``decode_output_tokens_per_s_per_gpu``: output tokens one decode
+    GPU emits per second at the largest batch meeting the TBT target;
+    ``requests_per_s_per_gpu``: what the published P:D split serves within both
+    targets; ``pd_ratio``: the planner's best split on the same GPUs.
+    """
+    m = resolve_model(row["model"])
+    acc = get_accelerator(row["gpu"])
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    hit = min(isl - 1, int(isl * float(row["hit_rate"])))
+    w = _Work(
+        m,
+        acc,
+        row["dtype"],
+        isl,
+        osl,
+        hit,
+        osl / math.sqrt(12),
+        float(row["ttft_slo_s"]),
+        float(row["tbt_slo_s"]),
+        get_link("cx7"),
+    )
+    ptp, pep = _layout(row["prefill_layout"])
+    dtp, dep = _layout(row["decode_layout"])
+    service, parallel = _prefill_service(w, ptp, pep)
+    rp, _, _ = _prefill_pool(w, ptp, pep)
+    rd, _, _, _ = _decode_pool(w, dtp, dep)
+    pg, dg = int(row["prefill_gpus"]), int(row["decode_gpus"])
+    n_p, n_d = pg // (ptp * pep), dg // (dtp * dep)
+    best = plan(
+        m,
+        acc,
+        n_gpus=int(row["n_gpus"]),
+        input_len=isl,
+        output_len=osl,
+        ttft_slo_s=w.ttft,
+        tbt_slo_s=w.tbt,
+        hit_rate=float(row["hit_rate"]) or None,
+        dtype=row["dtype"],
+    ).best
+    return {
+        "prefill_input_tokens_per_s_per_gpu": parallel / service * isl / (ptp * pep),
+        "decode_output_tokens_per_s_per_gpu": rd * osl / (dtp * dep),
+        "requests_per_s_per_gpu": min(n_p * rp, n_d * rd) / (pg + dg),
+        "pd_ratio": best.prefill_gpus / best.decode_gpus
+        if best.decode_gpus and best.prefill_gpus
+        else 0.0,
+        "mode": best.mode,
+    }
+
+
+def published_comparison() -> list[dict[str, Any]]:
+    """Each published quantity beside the planner's prediction: mode, P:D family, value and error."""
+    out = []
+    for row in load_deployments():
+        pred = pool_throughputs(row)
+        published = float(row["value"])
+        predicted = float(pred[row["quantity"]])
+        pub_pd = int(row["prefill_gpus"]) / int(row["decode_gpus"])
+        out.append(
+            {
+                "case": row["case"],
+                "quantity": row["quantity"],
+                "published": published,
+                "predicted": predicted,
+                "error": predicted / published - 1,
+                "published_mode": row["mode"],
+                "planned_mode": pred["mode"],
+                "published_pd": pub_pd,
+                "planned_pd": pred["pd_ratio"],
+                "pd_family_right": (pub_pd > 1) == (pred["pd_ratio"] > 1),
+                "source": row["source_url"],
+            }
+        )
+    return out
