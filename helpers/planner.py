@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import _validate, inference, llm, queueing, serving
-from .hardware import Accelerator, Link, get_accelerator, get_link, accelerators
+from .hardware import Accelerator, Link, accelerators, get_accelerator, get_link
 
 __all__ = [
     "Candidate",
@@ -288,7 +288,9 @@ def _prefill_pool(w: _Work, tp: int, ep: int) -> tuple[float, float, str]:
         return 0.0, service + ship, why
     # the instance as one server of service D / parallel; the TTFT is D plus the wait
     rho = queueing.md1_max_utilisation_quantile(
-        service / parallel, budget - service + service / parallel, TTFT_QUANTILE
+        service / parallel,
+        budget - service + service / parallel,
+        quantile=TTFT_QUANTILE,
     )
     rate = rho * parallel / service
     return rate, w.ttft, f"TTFT target (prefill queue at {rho:.0%} load)"
@@ -335,15 +337,15 @@ def _aggregated(
         lo, hi = 1, 1
 
         # largest batch whose chunk-carrying step meets the TBT target
-        def step(b: int) -> float:
+        def step(b: int, c: int = chunk) -> float:
             ctx = serving.tail_context(context, w.context_std, b)
             return serving.measured_step_time(
                 w.model,
                 ctx,
                 w.acc,
                 batch=b,
-                chunk=chunk,
-                prefix=max(0, uncached - chunk) // 2 + w.hit,
+                chunk=c,
+                prefix=max(0, uncached - c) // 2 + w.hit,
                 **_opts(w, tp, ep),
             )
 
@@ -379,7 +381,9 @@ def _aggregated(
         service = steps * t
         if service >= w.ttft:
             continue
-        rho = queueing.md1_max_utilisation_quantile(service, w.ttft, TTFT_QUANTILE)
+        rho = queueing.md1_max_utilisation_quantile(
+            service, w.ttft, quantile=TTFT_QUANTILE
+        )
         prefill_rate = rho / service  # prompts per second per rank's prefill lane
         decode_rate = b / t / w.osl
         rate = ranks * min(prefill_rate, decode_rate)
@@ -836,7 +840,7 @@ def _option_for(message: str) -> str:
     return "input"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(*, argv: Sequence[str] | None = None) -> int:
     """Command-line entry: print the plan, the runner-up and the engine flags; 2 on bad input."""
     args = _parser().parse_args(argv)
     try:
@@ -896,7 +900,7 @@ def load_deployments() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def pool_throughputs(row: dict[str, str]) -> dict[str, float]:
+def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     """Predicted per-GPU pool throughputs at a published deployment's own layouts.
 
     ``prefill_input_tokens_per_s_per_gpu``: prompt tokens (cached ones

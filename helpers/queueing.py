@@ -123,7 +123,7 @@ def md1_wait_quantile(service_s: float, utilisation: float, quantile: float) -> 
 
 
 def md1_max_utilisation_quantile(
-    service_s: float, ttft_target_s: float, quantile: float = 0.9
+    service_s: float, ttft_target_s: float, *, quantile: float = 0.9
 ) -> float:
     """Highest utilisation at which ``D + md1_wait_quantile(D, rho, q)`` stays within ``ttft_target_s``.
 
@@ -131,7 +131,7 @@ def md1_max_utilisation_quantile(
     bisection (the quantile grows with ``rho``). 0 when the target is below
     one service time.
 
-    >>> round(md1_max_utilisation_quantile(0.2, 0.4, 0.9), 2)
+    >>> round(md1_max_utilisation_quantile(0.2, 0.4, quantile=0.9), 2)
     0.36
     """
     service_s = _validate.positive("service_s", service_s)

@@ -24,7 +24,7 @@ No new cost formula lives here: step times are the roofline bounds of
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -402,7 +402,7 @@ TAIL_Z = 1.2816
 """Standard normal quantile of 0.9: the p90 of a sum of many independent contexts (central limit)."""
 
 
-def _terms(terms: Sequence[str]) -> frozenset[str]:
+def _terms(terms: Collection[str]) -> frozenset[str]:
     chosen = frozenset(terms)
     unknown = chosen - set(EFFICIENCY_TERMS)
     if unknown:
@@ -416,7 +416,7 @@ def efficiency_device(
     acc: str | Accelerator,
     *,
     dtype: str = "bf16",
-    terms: Sequence[str] = EFFICIENCY_TERMS,
+    terms: Collection[str] = EFFICIENCY_TERMS,
 ) -> Accelerator:
     """``acc`` derated by the achievable shares that ``terms`` switch on (the datasheet otherwise)."""
     from .achievable import fractions
@@ -495,7 +495,7 @@ def measured_step_time(
     tp: int = 1,
     ep: int = 1,
     ep_link: str | Link = "cx7",
-    terms: Sequence[str] = EFFICIENCY_TERMS,
+    terms: Collection[str] = EFFICIENCY_TERMS,
 ) -> float:
     """Seconds of one step at measured efficiency: ``batch`` decoding sequences and a ``chunk`` of prompt.
 
@@ -609,7 +609,7 @@ def measured_max_batch(
     tp: int = 1,
     ep: int = 1,
     ep_link: str | Link = "cx7",
-    terms: Sequence[str] = EFFICIENCY_TERMS,
+    terms: Collection[str] = EFFICIENCY_TERMS,
     reserve: float = 0.1,
 ) -> tuple[int, float, str]:
     """Largest decode batch (per instance, or per rank under EP) whose slow step meets ``tbt_s``.
@@ -686,7 +686,7 @@ def pd_ratio_measured(
     context_std: float = 0.0,
     dtype: str = "bf16",
     n_gpus: int = 1,
-    terms: Sequence[str] = EFFICIENCY_TERMS,
+    terms: Collection[str] = EFFICIENCY_TERMS,
 ) -> PdRatio:
     """:func:`pd_ratio` at measured efficiency: the batch re-solved under ``tbt_s`` with the chosen terms.
 

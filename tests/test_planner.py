@@ -255,7 +255,7 @@ BASE = [
 def test_cli_prints_plan_runner_up_and_flags(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert planner.main([*BASE, "--price", "2.5"]) == 0
+    assert planner.main(argv=[*BASE, "--price", "2.5"]) == 0
     out = capsys.readouterr().out
     assert (
         "layout" in out and "runner-up" in out and "[vllm]" in out and "[sglang]" in out
@@ -266,7 +266,7 @@ def test_cli_prints_plan_runner_up_and_flags(
 def test_cli_accepts_aliases(capsys: pytest.CaptureFixture[str]) -> None:
     args = [*BASE]
     args[1], args[3] = "Llama-3.3-70B", "h100 sxm5"
-    assert planner.main(args) == 0
+    assert planner.main(argv=args) == 0
 
 
 @pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_cli_bad_input_names_the_option(
 ) -> None:
     args = [*BASE]
     args[args.index(change[0]) + 1] = change[1]
-    assert planner.main(args) == 2
+    assert planner.main(argv=args) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {option}:") and "Traceback" not in err
     if option == "--gpu":
