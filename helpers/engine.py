@@ -1,0 +1,849 @@
+"""A continuous-batching serving engine, simulated iteration by iteration: what vLLM, SGLang or TensorRT-LLM delivers.
+
+Each iteration the engine builds one batch under a **token budget** (vLLM's
+``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's
+``max_num_tokens``): first every running decode (one token each), then
+waiting prompts, first come first served, chunked to fit what is left of the
+budget (chunked prefill). It admits a new request only while it has a
+sequence slot (``max_num_seqs``) and KV blocks for it, and runs the step
+whose time :mod:`helpers.steps` predicts kernel by kernel, plus a host cost
+per iteration. Decode-only steps run as CUDA graphs, padded to the next
+captured batch size.
+
+The batch the engine can hold is set by memory: a share of each GPU
+(:attr:`EnginePreset.memory_fraction`) holds the weights, the activation
+peak of a full-budget step, the CUDA graphs' pool, and KV blocks of
+``block_size`` tokens, a sequence's last block partly empty
+(:func:`kv_capacity`).
+
+:func:`serve` is the entry point: a model on ``tp`` GPUs per replica and
+``replicas`` replicas, fed all at once (``requests``), by a fixed number of
+clients (``concurrency``), by Poisson arrivals (``rate``), or at full load
+(none of them: the engine's largest batch, in steady state). It returns
+throughput, TTFT and TPOT (median and p90), the mean batch and where the
+time went (:class:`ServeResult`).
+
+Examples
+--------
+>>> from helpers import engine
+>>> r = engine.serve("llama-3-8b", "H100-SXM", input_len=1000, output_len=200)
+>>> r.output_tokens_per_s > 1000, r.ttft_s < r.ttft_p90_s * 1.0001
+(True, True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from . import _validate, steps
+from .hardware import GIB, Accelerator, get_accelerator
+from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
+
+
+@dataclass(frozen=True)
+class EnginePreset:
+    """An engine's scheduling and memory defaults, with the version and page they were read from.
+
+    Attributes
+    ----------
+    name : str
+    version : str
+        The release whose defaults these are.
+    source : str
+        Where they were read (URL and the function or table).
+    token_budget : int
+        Tokens per iteration on GPUs of 70 GiB or more (not A100).
+    token_budget_small : int
+        Tokens per iteration on smaller GPUs and the A100.
+    max_seqs : int
+        Sequences per iteration on GPUs of 70 GiB or more (not A100).
+    max_seqs_small : int
+        The same on the rest.
+    memory_fraction : float
+        Share of each GPU's memory the engine uses (weights, activations, graphs, KV).
+    block_size : int
+        Tokens per KV block (page).
+    graph_sizes : tuple of int
+        Decode batch sizes captured as CUDA graphs (a decode batch is padded
+        to the next one; beyond the largest, the step runs unpadded).
+    reserve_output : float
+        Share of a request's output tokens whose KV blocks are reserved at
+        admission: 0 admits on the prompt alone (and preempts when the cache
+        fills), 1 reserves the whole output (no eviction).
+    host_s : float
+        CPU time per iteration not hidden behind the GPU (s).
+    host_per_seq_s : float
+        CPU time per running sequence per iteration not hidden (s).
+    graph_pool_bytes : float
+        Memory the CUDA graphs' pool takes per GPU.
+    notes : str
+        Which values are documented defaults and which are assumptions.
+    """
+
+    name: str
+    version: str
+    source: str
+    token_budget: int
+    token_budget_small: int
+    max_seqs: int
+    max_seqs_small: int
+    memory_fraction: float
+    block_size: int
+    graph_sizes: tuple[int, ...]
+    reserve_output: float
+    host_s: float
+    host_per_seq_s: float
+    graph_pool_bytes: float
+    notes: str = ""
+
+
+_VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
+_SGLANG_GRAPHS = (1, 2, 4, *range(8, 257, 8))
+_TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
+    {
+        "vllm": EnginePreset(
+            "vllm",
+            "0.10",
+            "vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults (OPENAI_API_SERVER context: 8192 tokens and "
+            "1024 sequences for GPUs of >= 70 GiB other than the A100, else 2048 and 256); "
+            "https://docs.vllm.ai/en/latest/configuration/engine_args.html (gpu_memory_utilization 0.9, "
+            "block_size 16, cuda_graph_sizes up to 512)",
+            8192,
+            2048,
+            1024,
+            256,
+            0.9,
+            16,
+            _VLLM_GRAPHS,
+            0.0,
+            3e-4,
+            2e-6,
+            0.5 * GIB,
+            "Budgets, sequences, memory share, block size and graph sizes are vLLM's documented defaults. "
+            "The host costs and the graph pool are assumptions (not from a source, not fitted).",
+        ),
+        "sglang": EnginePreset(
+            "sglang",
+            "0.4",
+            "python/sglang/srt/server_args.py, ServerArgs.__post_init__ (chunked_prefill_size 8192 and "
+            "cuda_graph_max_bs 256 on 80 GB-class GPUs; 2048 on smaller ones; page_size 1; "
+            "mem_fraction_static about 0.88 at TP 1); https://docs.sglang.ai/backend/server_arguments.html",
+            8192,
+            2048,
+            4096,
+            1024,
+            0.88,
+            1,
+            _SGLANG_GRAPHS,
+            0.1,
+            1e-4,
+            1e-6,
+            0.5 * GIB,
+            "SGLang reserves a decaying share of each request's output (new_token_ratio, down to 0.1). "
+            "The host costs are assumptions: its overlap scheduler hides most CPU work.",
+        ),
+        "trtllm": EnginePreset(
+            "trtllm",
+            "0.20",
+            "tensorrt_llm/llmapi: BuildConfig max_num_tokens 8192, max_batch_size 2048; "
+            "KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32; CapacitySchedulerPolicy "
+            "GUARANTEED_NO_EVICT; https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
+            8192,
+            8192,
+            2048,
+            2048,
+            0.9,
+            32,
+            _TRT_GRAPHS,
+            1.0,
+            1e-4,
+            1e-6,
+            0.5 * GIB,
+            "The capacity scheduler's default reserves every request's whole output (no eviction). "
+            "The host costs are assumptions.",
+        ),
+    }
+)
+"""Engine presets by name (``engine=`` of :func:`serve`)."""
+
+
+def preset(name: str | EnginePreset) -> EnginePreset:
+    """The :class:`EnginePreset` named ``name`` (``"vllm"``, ``"sglang"``, ``"trtllm"``); a preset passes through."""
+    if isinstance(name, EnginePreset):
+        return name
+    key = (
+        _validate.name("engine", name).replace("-", "").replace("tensorrtllm", "trtllm")
+    )
+    if key not in PRESETS:
+        raise KeyError(f"engine {name!r} is unknown; choose one of {sorted(PRESETS)}")
+    return PRESETS[key]
+
+
+def _large(acc: Accelerator) -> bool:
+    return acc.memory_capacity >= 70 * GIB and not acc.name.startswith("A100")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What one replica can hold: KV tokens, sequences, and the memory that went elsewhere (bytes per GPU)."""
+
+    kv_tokens: int
+    max_seqs: int
+    token_budget: int
+    weights_bytes: float
+    activation_bytes: float
+    graph_bytes: float
+    kv_bytes: float
+
+
+def _kv_per_token_per_gpu(
+    m: ModelConfig, kv_dtype: str, tp: int, dp_attention: bool
+) -> float:
+    per_token = kv_cache_bytes_per_token(m, kv_dtype=kv_dtype)
+    if m.mla is not None:
+        return per_token  # a latent is whole on the GPU that serves it (replicated under TP)
+    if dp_attention:
+        return per_token
+    return per_token * max(1, m.n_kv_heads // tp) / m.n_kv_heads
+
+
+def kv_capacity(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    dp_attention: bool = False,
+    weight_dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    engine: str | EnginePreset = "vllm",
+    token_budget: int | None = None,
+    max_seqs: int | None = None,
+    memory_fraction: float | None = None,
+) -> Capacity:
+    """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
+
+    Per GPU: ``memory_fraction * capacity`` less the weights it stores
+    (``param_count * bytes / tp``; with ``dp_attention`` the attention
+    weights whole on every GPU), less the activation peak of a full-budget
+    step (the widest layer's input and output for every budget token, and
+    fp32 logits for every sequence), less the CUDA graphs' pool; the rest in
+    KV blocks, ``floor(rest / (block_size * bytes per token))`` of them.
+    A replica holds ``blocks * block_size`` tokens per KV group (``tp``
+    groups under ``dp_attention``, and for MLA, whose latent every GPU of a
+    head-sharded group stores whole, one).
+
+    >>> c = kv_capacity("llama-3-8b", "H100")
+    >>> c.kv_tokens > 400_000, c.max_seqs
+    (True, 1024)
+    """
+    m = get_model(model)
+    device = get_accelerator(acc)
+    pre = preset(engine)
+    tp = _validate.positive_int("tp", tp)
+    w = _validate.name("weight_dtype", weight_dtype)
+    wb = steps.weight_bytes_per_element(w)
+    kv = steps.pricer(
+        m,
+        device,
+        tp=tp,
+        ep=ep,
+        dp_attention=dp_attention,
+        weight_dtype=w,
+        kv_dtype=kv_dtype,
+    ).cfg.kv_dtype
+    budget = (
+        (pre.token_budget if _large(device) else pre.token_budget_small)
+        if token_budget is None
+        else _validate.positive_int("token_budget", token_budget)
+    )
+    seqs = (
+        (pre.max_seqs if _large(device) else pre.max_seqs_small)
+        if max_seqs is None
+        else _validate.positive_int("max_seqs", max_seqs)
+    )
+    frac = (
+        pre.memory_fraction
+        if memory_fraction is None
+        else _validate.fraction("memory_fraction", memory_fraction)
+    )
+    weights = param_count(m) * wb / tp
+    if dp_attention:
+        weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
+    widest = max(
+        m.d_ff if m.moe is None else max(m.d_ff, m.moe.d_ff_expert * m.moe.top_k),
+        m.d_model,
+    )
+    act = (
+        budget * (2 * widest / tp + 4 * m.d_model) * 2.0
+        + seqs * m.vocab_size * 4.0 / tp
+    )
+    usable = frac * device.memory_capacity - weights - act - pre.graph_pool_bytes
+    per_token = _kv_per_token_per_gpu(m, kv, tp, dp_attention)
+    blocks = max(0, int(usable // (pre.block_size * per_token)))
+    groups = tp if dp_attention else 1
+    return Capacity(
+        kv_tokens=blocks * pre.block_size * groups,
+        max_seqs=seqs,
+        token_budget=budget,
+        weights_bytes=weights,
+        activation_bytes=act,
+        graph_bytes=pre.graph_pool_bytes,
+        kv_bytes=max(usable, 0.0),
+    )
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """What :func:`serve` predicts for a deployment (all replicas together for the rates).
+
+    Attributes
+    ----------
+    output_tokens_per_s, total_tokens_per_s : float
+        Generated tokens per second; prompt plus generated tokens per second.
+    ttft_s, ttft_p90_s : float
+        Time to first token (arrival to first token, queueing included), median and 90th percentile (s).
+    tpot_s, tpot_p90_s : float
+        Time per output token after the first, per request, median and 90th percentile (s).
+    mean_batch : float
+        Mean sequences in an iteration (decodes and prefills), time-weighted.
+    breakdown : Mapping[str, float]
+        Share of the GPU time per kernel class (:data:`helpers.steps.KERNEL_CLASSES`,
+        ``floors``) and ``host``, summing to 1.
+    max_batch : int
+        The most sequences the engine could run at once (memory and ``max_num_seqs``).
+    kv_tokens : int
+        KV tokens one replica holds.
+    iterations : int
+        Iterations simulated (one replica).
+    preemptions : int
+        Requests evicted and recomputed because the KV cache filled.
+    """
+
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    ttft_s: float
+    tpot_s: float
+    ttft_p90_s: float
+    tpot_p90_s: float
+    mean_batch: float
+    breakdown: Mapping[str, float] = field(default_factory=dict)
+    max_batch: int = 0
+    kv_tokens: int = 0
+    iterations: int = 0
+    preemptions: int = 0
+
+
+class _Sim:
+    """One replica's iteration loop."""
+
+    def __init__(
+        self,
+        p: steps._Pricer,
+        pre: EnginePreset,
+        cap: Capacity,
+        input_len: int,
+        output_len: int,
+    ) -> None:
+        self.p = p
+        self.pre = pre
+        self.cap = cap
+        self.I = input_len
+        self.O = output_len
+        max_tokens = max(cap.token_budget, 1) + cap.max_seqs
+        self.grid, self.lin = steps.token_table(p, max_tokens)
+        # head (lm_head + sampling) is linear in seqs beyond small counts: tabulate too
+        self.graph_sizes = np.array(pre.graph_sizes)
+        m = p.cfg.model
+        # decode attention: seconds per cached token (all layers), its floor per step
+        one = p.decode_attention(1, 1.0)[0]
+        self.attn_per_token = one
+        self.attn_floor = m.n_layers * p.floor
+        self.parts = dict.fromkeys((*steps.KERNEL_CLASSES, "floors", "host"), 0.0)
+
+    def lin_s(self, rows: int) -> float:
+        return float(np.interp(rows, self.grid, self.lin))
+
+    def pad(self, b: int) -> int:
+        i = int(np.searchsorted(self.graph_sizes, b))
+        return int(self.graph_sizes[i]) if i < len(self.graph_sizes) else b
+
+    def head_s(self, seqs: int) -> float:
+        lm, samp, fl, _ = self.p.head(seqs)
+        return lm + samp + fl
+
+    def decode_only_s(self, b: int, kv_tokens: float) -> tuple[float, float]:
+        """(fixed part, per-kv-token part) of a decode-only step of ``b`` sequences."""
+        fixed = (
+            self.lin_s(self.pad(b)) + self.attn_floor + self.head_s(b) + self.host(b)
+        )
+        return fixed, self.attn_per_token
+
+    def host(self, seqs: int) -> float:
+        return self.pre.host_s + self.pre.host_per_seq_s * seqs
+
+    def mixed_s(
+        self, decodes: int, kv_tokens: float, chunks: list[tuple[int, int]], logits: int
+    ) -> float:
+        tokens = decodes + sum(c for c, _ in chunks)
+        t = self.lin_s(tokens)
+        if decodes:
+            t += self.attn_per_token * kv_tokens + self.attn_floor
+        if chunks:
+            t += self.p.prefill_attention(chunks)[0] + self.attn_floor
+        return t + self.head_s(logits) + self.host(decodes + len(chunks))
+
+    def run(
+        self,
+        arrivals: np.ndarray,
+        closed_loop: int | None,
+        n_requests: int,
+    ) -> dict[str, np.ndarray | float | int]:
+        """Serve ``n_requests``; ``closed_loop`` clients (each sends its next request when one finishes) or open ``arrivals``."""
+        I, O = self.I, self.O
+        bs = self.pre.block_size
+        cap_tokens = self.cap.kv_tokens
+        max_seqs = self.cap.max_seqs
+        budget = self.cap.token_budget
+        arrive = np.full(n_requests, np.inf)
+        first = np.full(n_requests, np.nan)
+        finish = np.full(n_requests, np.nan)
+        if closed_loop is None:
+            arrive[:] = arrivals
+            next_arrival_idx = 0
+        else:
+            k = min(closed_loop, n_requests)
+            arrive[:k] = 0.0
+            next_arrival_idx = 0
+        sent = n_requests if closed_loop is None else min(closed_loop, n_requests)
+        waiting: deque[int] = deque()
+        prefilling: deque[int] = deque()  # admitted, prompt not finished
+        done_prefill = np.zeros(n_requests, dtype=np.int64)
+        generated = np.zeros(n_requests, dtype=np.int64)
+        decoding: dict[int, int] = {}  # id -> iteration at which it finishes
+        fin_heap: list[tuple[int, int]] = []
+        kv_sum = 0.0  # cached tokens of the decoding sequences
+        blocks_used = 0
+        reserve = self.pre.reserve_output
+        now = 0.0
+        it = 0
+        busy_seq_time = 0.0
+        preemptions = 0
+        trace_t = [0.0]
+        trace_tok = [0.0]
+        out_tokens = 0.0
+
+        def blocks_of(tokens: int) -> int:
+            return -(-tokens // bs)
+
+        def need_blocks(rid: int) -> int:
+            return blocks_of(I + int(math.ceil(reserve * O)))
+
+        cap_blocks = cap_tokens // bs
+        order = np.argsort(arrive, kind="stable") if closed_loop is None else None
+        completed = 0
+        while completed < n_requests:
+            # arrivals up to now
+            if closed_loop is None:
+                assert order is not None
+                while (
+                    next_arrival_idx < n_requests
+                    and arrive[order[next_arrival_idx]] <= now
+                ):
+                    waiting.append(int(order[next_arrival_idx]))
+                    next_arrival_idx += 1
+            else:
+                while next_arrival_idx < sent:
+                    waiting.append(next_arrival_idx)
+                    next_arrival_idx += 1
+            running = len(decoding) + len(prefilling)
+            # admission
+            while waiting and running < max_seqs:
+                rid = waiting[0]
+                nb = need_blocks(rid)
+                if blocks_used + nb > cap_blocks:
+                    break
+                waiting.popleft()
+                prefilling.append(rid)
+                blocks_used += nb
+                running += 1
+            if not decoding and not prefilling:
+                if waiting and blocks_used == 0:
+                    raise ValueError(
+                        f"input_len + output_len: one request needs {need_blocks(waiting[0]) * bs} KV tokens, "
+                        f"the engine holds {cap_tokens}"
+                    )
+                # idle: jump to the next arrival
+                if closed_loop is None and next_arrival_idx < n_requests:
+                    assert order is not None
+                    now = max(now, float(arrive[order[next_arrival_idx]]))
+                    continue
+                break
+            b = len(decoding)
+            if not prefilling:
+                # decode-only: jump to the next finish (or arrival that could be admitted)
+                next_fin = fin_heap[0][0] if fin_heap else it + 1
+                k = max(1, next_fin - it)
+                # KV growth: without a full reservation, blocks grow by about b / bs per iteration
+                if reserve < 1.0:
+                    free = cap_blocks - blocks_used
+                    k = max(1, min(k, int(free * bs // max(b, 1)) - 1))
+                fixed, per = self.decode_only_s(b, kv_sum)
+                j = np.arange(k)
+                times = fixed + per * (kv_sum + j * b)
+                if (
+                    closed_loop is None
+                    and next_arrival_idx < n_requests
+                    and running < max_seqs
+                ):
+                    assert order is not None
+                    t_next = float(arrive[order[next_arrival_idx]])
+                    ends = now + np.cumsum(times)
+                    cut = int(np.searchsorted(ends, t_next)) + 1
+                    k = max(1, min(k, cut))
+                    times = times[:k]
+                total = float(times.sum())
+                self._account_decode(b, kv_sum, k, total)
+                busy_seq_time += b * total
+                now += total
+                kv_sum += k * b
+                if reserve < 1.0:
+                    blocks_used += -(-(k * b) // bs)
+                it += k
+                out_tokens += k * b
+                trace_t.append(now)
+                trace_tok.append(out_tokens)
+            else:
+                left = budget - b
+                chunks: list[tuple[int, int]] = []
+                finishing: list[int] = []
+                for rid in prefilling:
+                    if left <= 0:
+                        break
+                    rest = I - int(done_prefill[rid])
+                    c = min(rest, left)
+                    chunks.append((c, int(done_prefill[rid])))
+                    left -= c
+                    if c == rest:
+                        finishing.append(rid)
+                if not chunks and b == 0:
+                    raise ValueError("token_budget is too small to make progress")
+                step = self.mixed_s(b, kv_sum + b, chunks, b + len(finishing))
+                self._account_mixed(b, kv_sum + b, chunks, b + len(finishing), step)
+                busy_seq_time += (b + len(chunks)) * step
+                now += step
+                it += 1
+                kv_sum += b
+                if reserve < 1.0:
+                    blocks_used += -(-b // bs)
+                out_tokens += b + len(finishing)
+                for (c, _), rid in zip(chunks, list(prefilling)):
+                    done_prefill[rid] += c
+                for rid in finishing:
+                    prefilling.remove(rid)
+                    first[rid] = now
+                    generated[rid] = 1
+                    if O == 1:
+                        finish[rid] = now
+                        completed += 1
+                        blocks_used -= need_blocks(rid)
+                        if closed_loop is not None and sent < n_requests:
+                            arrive[sent] = now
+                            sent += 1
+                        continue
+                    decoding[rid] = it + O - 1
+                    heapq.heappush(fin_heap, (it + O - 1, rid))
+                    kv_sum += I + 1
+                trace_t.append(now)
+                trace_tok.append(out_tokens)
+            # finishes
+            while fin_heap and fin_heap[0][0] <= it:
+                _, rid = heapq.heappop(fin_heap)
+                decoding.pop(rid, None)
+                finish[rid] = now
+                completed += 1
+                kv_sum -= I + O
+                blocks_used -= max(need_blocks(rid), blocks_of(I + O))
+                if reserve < 1.0:
+                    blocks_used += need_blocks(rid) - blocks_of(
+                        I + int(math.ceil(reserve * O))
+                    )
+                if closed_loop is not None and sent < n_requests:
+                    arrive[sent] = now
+                    sent += 1
+            blocks_used = max(blocks_used, 0)
+            # preemption (KV full): evict the newest decoding sequence, recompute later
+            while reserve < 1.0 and blocks_used > cap_blocks and decoding:
+                rid = max(decoding, key=lambda r: decoding[r])
+                end = decoding.pop(rid)
+                fin_heap = [(f, r) for f, r in fin_heap if r != rid]
+                heapq.heapify(fin_heap)
+                gen = O - (end - it)
+                kv_sum -= I + gen
+                blocks_used -= blocks_of(I + gen)
+                done_prefill[rid] = 0
+                waiting.appendleft(rid)
+                preemptions += 1
+        return {
+            "arrive": arrive,
+            "first": first,
+            "finish": finish,
+            "now": now,
+            "iterations": it,
+            "busy": busy_seq_time,
+            "preemptions": preemptions,
+            "trace_t": np.array(trace_t),
+            "trace_tok": np.array(trace_tok),
+        }
+
+    def _account_decode(self, b: int, kv_sum: float, k: int, total: float) -> None:
+        p = self.p
+        g, e, c, x, f, *_ = p.linear_part(self.pad(b))
+        lm, samp, hf, _ = p.head(b)
+        per = {
+            "gemm": g,
+            "elementwise": e,
+            "tp_comm": c,
+            "ep_comm": x,
+            "floors": f + hf + self.attn_floor,
+            "lm_head": lm,
+            "sampling": samp,
+            "host": self.host(b),
+        }
+        for key, v in per.items():
+            self.parts[key] += k * v
+        self.parts["attention"] += total - k * sum(per.values())
+
+    def _account_mixed(
+        self, b: int, kv: float, chunks: list[tuple[int, int]], logits: int, step: float
+    ) -> None:
+        p = self.p
+        tokens = b + sum(c for c, _ in chunks)
+        g, e, c, x, f, *_ = p.linear_part(tokens)
+        lm, samp, hf, _ = p.head(logits)
+        per = {
+            "gemm": g,
+            "elementwise": e,
+            "tp_comm": c,
+            "ep_comm": x,
+            "floors": f + hf,
+            "lm_head": lm,
+            "sampling": samp,
+            "host": self.host(b + len(chunks)),
+        }
+        scale = 1.0
+        lin = g + e + c + x + f
+        if lin > 0:
+            scale = self.lin_s(tokens) / lin  # the interpolated table's value
+        for key in ("gemm", "elementwise", "tp_comm", "ep_comm"):
+            per[key] *= scale
+        for key, v in per.items():
+            self.parts[key] += v
+        self.parts["attention"] += max(step - sum(per.values()), 0.0)
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return math.nan, math.nan
+    return float(np.median(v)), float(np.percentile(v, 90))
+
+
+def serve(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    tp: int = 1,
+    replicas: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    input_len: int,
+    output_len: int,
+    requests: int | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    engine: str | EnginePreset = "vllm",
+    ep: int = 1,
+    dp_attention: bool = False,
+    act_dtype: str | None = None,
+    token_budget: int | None = None,
+    max_seqs: int | None = None,
+    memory_fraction: float | None = None,
+    seed: int = 0,
+) -> ServeResult:
+    """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    acc : str or Accelerator
+        A catalog GPU (``"H100-SXM"``, ``"H200"``, ``"A100"``, ...).
+    tp : int
+        GPUs per replica (tensor parallel).
+    replicas : int
+        Independent replicas; load is split evenly over them.
+    weight_dtype, kv_dtype, act_dtype : str
+        Precision of the weights, the KV cache (``None``: 16-bit) and the
+        GEMM inputs (``None``: :func:`helpers.steps.default_act_dtype`).
+    input_len, output_len : int
+        Prompt and generated tokens per request.
+    requests : int or None
+        Requests to serve. Alone: all arrive at once (an offline batch);
+        throughput is tokens over the makespan, ramp-down included.
+    concurrency : int or None
+        Clients each sending their next request as soon as one finishes.
+        Without ``requests``: steady state.
+    rate : float or None
+        Poisson arrivals per second (all replicas); ``requests`` defaults to 500.
+    engine : str or EnginePreset
+        ``"vllm"``, ``"sglang"`` or ``"trtllm"`` (:data:`PRESETS`).
+    ep, dp_attention
+        Expert parallelism (1 or ``tp``) and data-parallel attention, for MoE models.
+    token_budget, max_seqs, memory_fraction
+        Override the preset's per-iteration token budget, sequence cap and memory share.
+    seed : int
+        Seed of the Poisson arrivals.
+
+    With none of ``requests``, ``concurrency`` and ``rate``: full load, the
+    engine's largest batch (memory or ``max_num_seqs``) kept full, in steady state.
+    """
+    m = get_model(model)
+    device = get_accelerator(acc)
+    pre = preset(engine)
+    tp = _validate.positive_int("tp", tp)
+    replicas = _validate.positive_int("replicas", replicas)
+    input_len = _validate.positive_int("input_len", input_len)
+    output_len = _validate.positive_int("output_len", output_len)
+    if rate is not None and concurrency is not None:
+        raise ValueError("rate and concurrency: give one of them, not both")
+    p = steps.pricer(
+        m,
+        device,
+        tp=tp,
+        ep=ep,
+        dp_attention=dp_attention,
+        weight_dtype=weight_dtype,
+        act_dtype=act_dtype,
+        kv_dtype=kv_dtype,
+    )
+    cap = kv_capacity(
+        m,
+        device,
+        tp=tp,
+        ep=ep,
+        dp_attention=dp_attention,
+        weight_dtype=weight_dtype,
+        kv_dtype=p.cfg.kv_dtype,
+        engine=pre,
+        token_budget=token_budget,
+        max_seqs=max_seqs,
+        memory_fraction=memory_fraction,
+    )
+    if cap.kv_tokens < input_len + output_len:
+        raise ValueError(
+            f"tp: the weights leave room for {cap.kv_tokens} KV tokens per replica on {tp} x {device.name}, "
+            f"fewer than one request's {input_len + output_len}"
+        )
+    per_seq = input_len + math.ceil(output_len / 2)
+    mem_batch = max(1, cap.kv_tokens // per_seq)
+    max_batch = min(cap.max_seqs, mem_batch)
+    sim = _Sim(p, pre, cap, input_len, output_len)
+    closed: int | None = None
+    arrivals = np.zeros(0)
+    steady = False
+    if rate is not None:
+        rate = _validate.positive("rate", rate) / replicas
+        n = 500 if requests is None else _validate.positive_int("requests", requests)
+        n = max(1, round(n / replicas))
+        gaps = np.random.default_rng(seed).exponential(1.0 / rate, n)
+        arrivals = np.cumsum(gaps) - gaps[0]
+    elif concurrency is not None:
+        c = _validate.positive_int("concurrency", concurrency)
+        closed = max(1, round(c / replicas))
+        if requests is None:
+            steady = True
+            n = max(4 * closed, 64)
+        else:
+            n = max(1, round(_validate.positive_int("requests", requests) / replicas))
+    elif requests is not None:
+        n = max(1, round(_validate.positive_int("requests", requests) / replicas))
+        arrivals = np.zeros(n)
+    else:
+        closed = max_batch
+        steady = True
+        n = max(4 * closed, 64)
+    out = sim.run(arrivals, closed, n)
+    arrive, first, finish = out["arrive"], out["first"], out["finish"]
+    assert (
+        isinstance(arrive, np.ndarray)
+        and isinstance(first, np.ndarray)
+        and isinstance(finish, np.ndarray)
+    )
+    ttft = first - arrive
+    tpot = (
+        (finish - first) / max(output_len - 1, 1)
+        if output_len > 1
+        else np.zeros_like(first)
+    )
+    now = float(out["now"])  # type: ignore[arg-type]
+    if steady:
+        assert closed is not None
+        # window: after the first wave has finished, before the last request arrived (ramp-down)
+        t_a = float(np.sort(finish)[min(closed, n - 1)])
+        t_b = float(np.max(arrive))
+        tt, tok = out["trace_t"], out["trace_tok"]
+        assert isinstance(tt, np.ndarray) and isinstance(tok, np.ndarray)
+        if t_b <= t_a:
+            t_a, t_b = 0.0, now
+        produced = float(np.interp(t_b, tt, tok) - np.interp(t_a, tt, tok))
+        out_rate = produced / (t_b - t_a)
+        sel = (arrive >= t_a) & (arrive <= t_b)
+        if sel.sum() < 8:
+            sel = np.ones(n, dtype=bool)
+        ttft_sel, tpot_sel = ttft[sel], tpot[sel]
+    else:
+        out_rate = n * output_len / now
+        ttft_sel, tpot_sel = ttft, tpot
+    total_rate = out_rate * (input_len + output_len) / output_len
+    t50, t90 = _percentiles(ttft_sel)
+    p50, p90 = _percentiles(tpot_sel)
+    total_time = sum(sim.parts.values())
+    shares = (
+        {k: v / total_time for k, v in sim.parts.items()}
+        if total_time > 0
+        else dict(sim.parts)
+    )
+    return ServeResult(
+        output_tokens_per_s=out_rate * replicas,
+        total_tokens_per_s=total_rate * replicas,
+        ttft_s=t50,
+        tpot_s=p50,
+        ttft_p90_s=t90,
+        tpot_p90_s=p90,
+        mean_batch=float(out["busy"]) / now if now > 0 else 0.0,  # type: ignore[arg-type]
+        breakdown=MappingProxyType(shares),
+        max_batch=max_batch,
+        kv_tokens=cap.kv_tokens,
+        iterations=int(out["iterations"]),  # type: ignore[call-overload]
+        preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
+    )
+
+
+__all__ = [
+    "Capacity",
+    "EnginePreset",
+    "PRESETS",
+    "ServeResult",
+    "kv_capacity",
+    "preset",
+    "serve",
+]
