@@ -45,6 +45,11 @@ Latency targets, in ``helpers.calculators.latency``:
 * :func:`~helpers.calculators.latency.latency_targets` (chapter 8) -- a decode step carrying a prompt's
   last chunk against the chunk size, and the prefill utilisation a TTFT target allows.
 
+Planning, in ``helpers.calculators.plan_deployment``:
+
+* :func:`~helpers.calculators.plan_deployment.plan_deployment` (chapter 13) -- the planner's ranked
+  layouts and the plan, with its cost.
+
 Many GPUs, in ``helpers.calculators.many_gpus``:
 
 * :func:`~helpers.calculators.many_gpus.parallelism` (chapter 12) -- what tensor or context
@@ -69,5 +74,7 @@ from .part1 import *  # noqa: F403
 from .part1 import __all__ as _part1
 from .part2 import *  # noqa: F403
 from .part2 import __all__ as _part2
+from .plan_deployment import *  # noqa: F403
+from .plan_deployment import __all__ as _plan_deployment
 
-__all__ = [*_part1, *_kernel_terms, *_part2, *_latency, *_many_gpus]
+__all__ = [*_part1, *_kernel_terms, *_part2, *_latency, *_many_gpus, *_plan_deployment]
