@@ -186,6 +186,7 @@ class Plan:
     hit_tokens: int
     tiers: list[TierRow] = field(default_factory=list)
     why_not_runner_up: str = ""
+    """The best layout of the other mode (else the next), and what holds it back."""
 
     @property
     def best(self) -> Candidate:
@@ -511,8 +512,12 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
     return out
 
 
-def _tier_plan(w: _Work, trace: Any, n_gpus: int) -> tuple[int, list[TierRow]]:
-    """Hit tokens per request from the trace's reuse through HBM, host DRAM, a remote pool and SSD."""
+def _tier_plan(w: _Work, trace: Any, n_gpus: int) -> tuple[int, list[TierRow], float]:
+    """Hit tokens per request from the trace's reuse through HBM, host DRAM, a remote pool and SSD.
+
+    Also returns the spread (standard deviation) of the trace's decode
+    contexts, prompt plus half the output, for the tail headroom.
+    """
     from . import tiers as tiers_mod
     from .traces import Trace, load_trace
 
@@ -545,7 +550,8 @@ def _tier_plan(w: _Work, trace: Any, n_gpus: int) -> tuple[int, list[TierRow]]:
         )
         if v.verdict == "transfer":
             hit_share += float(share)
-    return min(w.isl - 1, int(w.isl * hit_share)), rows
+    spread = float((tr.input_lengths + tr.output_lengths / 2).std())
+    return min(w.isl - 1, int(w.isl * hit_share)), rows, spread
 
 
 def plan(
@@ -618,8 +624,8 @@ def plan(
     w = _Work(m, device, dtype, isl, osl, 0, osl / math.sqrt(12), ttft, tbt, link)
     tier_rows: list[TierRow] = []
     if trace is not None:
-        hit, tier_rows = _tier_plan(w, trace, n_gpus)
-        w = replace(w, hit=hit)
+        hit, tier_rows, spread = _tier_plan(w, trace, n_gpus)
+        w = replace(w, hit=hit, context_std=spread)
     elif hit_rate is not None:
         share = _validate.non_negative("hit_rate", hit_rate)
         if share >= 1:
@@ -643,10 +649,11 @@ def plan(
         else None
     )
     why = ""
-    if len(cands) > 1:
-        r = cands[1]
+    other = [c for c in cands if c.mode != best.mode] or cands[1:]
+    if other:
+        r = other[0]
         why = (
-            f"{r.label} serves {r.goodput_tokens_per_s_per_gpu:,.0f} tokens/s per GPU against "
+            f"{r.label} serves {r.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU against "
             f"{best.goodput_tokens_per_s_per_gpu:,.0f}; it is held back by: {r.binding}"
         )
     flags = engine_flags(best, m, dtype=dtype)
