@@ -42,6 +42,7 @@ __all__ = [
     "MODEL_ALIASES",
     "NODE_GPUS",
     "engine_flags",
+    "engine_goodput",
     "load_deployments",
     "main",
     "pool_throughputs",
@@ -881,6 +882,57 @@ def main(*, argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+def engine_goodput(
+    model: str | llm.ModelConfig,
+    acc: str | Accelerator,
+    *,
+    input_len: int,
+    output_len: int,
+    ttft_slo_s: float,
+    tbt_slo_s: float,
+    tp: int = 1,
+    replicas: int = 1,
+    engine: str = "vllm",
+    requests: int = 300,
+    rate_max: float = 64.0,
+) -> float:
+    """Highest Poisson rate (requests/s) at which :func:`helpers.engine.serve` meets both p90 targets.
+
+    A second opinion on a co-located plan: the engine simulator runs the
+    scheduler request by request, where :func:`plan` uses formulas. Found by
+    bisection on the rate (10 halvings between 0 and ``rate_max``); 0 if even
+    the lowest rate tried misses a target. TBT is judged on the simulator's p90
+    TPOT.
+    """
+    from . import engine as engine_mod
+
+    ttft = _validate.positive("ttft_slo_s", ttft_slo_s)
+    tbt = _validate.positive("tbt_slo_s", tbt_slo_s)
+    lo, hi = 0.0, _validate.positive("rate_max", rate_max)
+
+    def meets(rate: float) -> bool:
+        r = engine_mod.serve(
+            model,
+            acc,
+            tp=tp,
+            replicas=replicas,
+            input_len=input_len,
+            output_len=output_len,
+            rate=rate,
+            requests=requests,
+            engine=engine,
+        )
+        return r.ttft_p90_s <= ttft and r.tpot_p90_s <= tbt
+
+    for _ in range(10):
+        mid = (lo + hi) / 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 # ---------------------------------------------------------------------------

@@ -300,3 +300,21 @@ def test_published_comparison_has_every_case_with_a_source() -> None:
     }
     for r in rows:
         assert r["source"].startswith("https://") and math.isfinite(r["predicted"])
+
+
+def test_engine_goodput_meets_the_targets_at_the_rate_it_returns() -> None:
+    from helpers import engine
+
+    kw = dict(input_len=512, output_len=64, requests=100, rate_max=64.0)
+    rate = planner.engine_goodput(
+        "llama-3-8b", "H100", ttft_slo_s=0.3, tbt_slo_s=0.02, **kw
+    )
+    assert rate > 0
+    r = engine.serve(
+        "llama-3-8b", "H100", input_len=512, output_len=64, rate=rate, requests=100
+    )
+    assert r.ttft_p90_s <= 0.3 and r.tpot_p90_s <= 0.02
+    looser = planner.engine_goodput(
+        "llama-3-8b", "H100", ttft_slo_s=0.6, tbt_slo_s=0.04, **kw
+    )
+    assert looser >= rate
