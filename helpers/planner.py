@@ -689,8 +689,11 @@ ENGINES = ("vllm", "sglang", "dynamo")
 ENGINE_SOURCES: dict[str, str] = {
     "vllm": "docs.vllm.ai engine arguments and disaggregated prefilling (stable docs read Dec 2026; "
     "chunked prefill and prefix caching are on by default in the V1 engine)",
-    "sglang": "docs.sglang.io server arguments and PD disaggregation (read Dec 2026)",
-    "dynamo": "NVIDIA Dynamo TensorRT-LLM backend and TensorRT-LLM 1.4.0rc4 TorchLlmArgs (read Dec 2026)",
+    "sglang": "docs.sglang.io server arguments (--tp-size, --dp-size, --ep-size, --enable-dp-attention) and "
+    "PD disaggregation (read Dec 2026)",
+    "dynamo": "NVIDIA Dynamo's TensorRT-LLM worker, python3 -m dynamo.trtllm, as its launch scripts in "
+    "ai-dynamo/dynamo spell it (Dynamo docs v1.5 to v1.7), and TensorRT-LLM 1.4.0rc4 TorchLlmArgs for the "
+    "--extra-engine-args YAML (read Dec 2026)",
 }
 """Where each engine's flag names were read, with the version (see ``appendix/engines.ipynb``)."""
 
@@ -721,7 +724,8 @@ def engine_flags(
             if ep > 1
             else f"--tp-size {tp}"
         )
-        s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv}"
+        kv_sglang = " --kv-cache-dtype fp8_e4m3" if dtype == "fp8" else ""
+        s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv_sglang}"
         s += f" --max-running-requests {max(batch * max(ep, 1), 1)}"
         if cand.mode == "aggregated":
             s += f" --chunked-prefill-size {cand.chunk}"
@@ -730,19 +734,20 @@ def engine_flags(
         return s
 
     def trt_one(tp: int, ep: int, role: str | None, batch: int) -> str:
+        tokens = budget if cand.mode == "aggregated" else 8192
+        s = f"python3 -m dynamo.trtllm --model-path <{model.name}> --tensor-parallel-size {max(tp, ep)}"
+        if ep > 1:
+            s += " --enable-attention-dp"
+        s += f" --max-batch-size {max(batch, 1)} --max-num-tokens {tokens}"
+        if role:
+            s += f" --disaggregation-mode {role}"
         keys = [
-            f"tensor_parallel_size: {max(tp, ep)}",
             f"moe_expert_parallel_size: {ep}" if ep > 1 else "",
-            "enable_attention_dp: true" if ep > 1 else "",
-            f"max_batch_size: {max(batch, 1)}",
-            f"max_num_tokens: {budget if cand.mode == 'aggregated' else 8192}",
             "enable_chunked_prefill: true" if cand.mode == "aggregated" else "",
             "cache_transceiver_config: {backend: DEFAULT}" if role else "",
         ]
-        s = "; ".join(k for k in keys if k)
-        if role:
-            s = f"python -m dynamo.trtllm --disaggregation-mode {role} (extra config: {s})"
-        return s
+        extra = "; ".join(k for k in keys if k)
+        return s + (f" --extra-engine-args <yaml: {extra}>" if extra else "")
 
     out = {}
     for name, fn in (("vllm", vllm_one), ("sglang", sglang_one), ("dynamo", trt_one)):
