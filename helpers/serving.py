@@ -381,7 +381,7 @@ EFFICIENCY_TERMS: tuple[str, ...] = (
     "step_floor",
     "tail_headroom",
 )
-"""The measured-efficiency terms, in the order Chapter 8's gap table adds them.
+"""The measured-efficiency terms, in the order chapter ``latency_targets``'s gap table adds them.
 
 * ``"achievable_compute"``: prefill (and every step's FLOP) at the best
   published matmul share of the datasheet peak (:func:`helpers.achievable.fractions`);

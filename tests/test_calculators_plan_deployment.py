@@ -1,4 +1,4 @@
-"""Tests for :mod:`helpers.calculators.plan_deployment`: chapter 13's calculator wires the planner to its controls."""
+"""Tests for :mod:`helpers.calculators.plan_deployment`: chapter ``plan_deployment``'s calculator wires the planner to its controls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 13's calculator: plan a deployment and draw its candidates' goodput.
+"""Chapter ``plan_deployment``'s calculator: plan a deployment and draw its candidates' goodput.
 
 Same pattern as the other calculators: :func:`render_plan_deployment` draws and
 returns a Markdown summary (and raises ``ValueError``/``KeyError`` naming a bad
@@ -35,7 +35,7 @@ def render_plan_deployment(
     hit_rate: float,
     gpu_hour_usd: float,
 ) -> str:
-    """Chapter 13: the planner's ranked layouts as bars of goodput per GPU, and the plan in words.
+    """Chapter ``plan_deployment``: the planner's ranked layouts as bars of goodput per GPU, and the plan in words.
 
     Bars: output tokens per second per GPU of the best :data:`SHOWN`
     candidates of :func:`helpers.planner.plan`, hatched by mode (aggregated
@@ -108,5 +108,5 @@ def plan_deployment_controls() -> dict[str, Any]:
 
 
 def plan_deployment() -> Calculator:
-    """Chapter 13's calculator (see :func:`render_plan_deployment`)."""
+    """Chapter ``plan_deployment``'s calculator (see :func:`render_plan_deployment`)."""
     return Calculator(plan_deployment_controls(), render_plan_deployment)
