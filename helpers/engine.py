@@ -43,7 +43,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, steps
-from .hardware import GIB, Accelerator, get_accelerator
+from .hardware import GIB, Accelerator, Link, get_accelerator
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
 
@@ -67,7 +67,14 @@ class EnginePreset:
     max_seqs_small : int
         The same on the rest.
     memory_fraction : float
-        Share of each GPU's memory the engine uses (weights, activations, graphs, KV).
+        Share of memory the engine uses, read as ``memory_rule`` says.
+    memory_rule : {'total', 'static', 'free'}
+        ``'total'`` (vLLM's ``gpu_memory_utilization``): the share of the
+        GPU's memory holds weights, activation peak, CUDA graphs and KV;
+        ``'static'`` (SGLang's ``mem_fraction_static``): it holds weights and
+        KV only, activations and graphs live in the rest; ``'free'``
+        (TensorRT-LLM's ``free_gpu_memory_fraction``): KV gets the share of
+        what weights, activations and graphs leave free.
     block_size : int
         Tokens per KV block (page).
     graph_sizes : tuple of int
@@ -85,6 +92,14 @@ class EnginePreset:
         Memory the CUDA graphs' pool takes per GPU.
     notes : str
         Which values are documented defaults and which are assumptions.
+    large_gpu_gib : float
+        GPUs with at least this much memory get ``token_budget`` and ``max_seqs``;
+        smaller ones the ``_small`` values.
+    a100_small : bool
+        Whether an A100 counts as small whatever its memory (vLLM's rule).
+    memory_fraction_by_tp : tuple of (int, float)
+        ``(min_tp, fraction)`` pairs that replace ``memory_fraction`` from
+        ``min_tp`` GPUs per replica up (SGLang lowers its static share with TP).
     """
 
     name: str
@@ -95,6 +110,7 @@ class EnginePreset:
     max_seqs: int
     max_seqs_small: int
     memory_fraction: float
+    memory_rule: str
     block_size: int
     graph_sizes: tuple[int, ...]
     reserve_output: float
@@ -102,10 +118,13 @@ class EnginePreset:
     host_per_seq_s: float
     graph_pool_bytes: float
     notes: str = ""
+    large_gpu_gib: float = 70.0
+    a100_small: bool = True
+    memory_fraction_by_tp: tuple[tuple[int, float], ...] = ()
 
 
 _VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
-_SGLANG_GRAPHS = (1, 2, 4, *range(8, 257, 8))
+_SGLANG_GRAPHS = (1, 2, 4, *range(8, 161, 8))
 _TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
@@ -122,6 +141,7 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             1024,
             256,
             0.9,
+            "total",
             16,
             _VLLM_GRAPHS,
             0.0,
@@ -129,27 +149,37 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             2e-6,
             0.5 * GIB,
             "Budgets, sequences, memory share, block size and graph sizes are vLLM's documented defaults. "
-            "The host costs and the graph pool are assumptions (not from a source, not fitted).",
+            "vLLM schedules on the CPU between steps (asynchronous scheduling is an option, off by default), so "
+            "its host cost shows; its size (0.3 ms + 2 us per sequence) and the graph pool are assumptions, "
+            "not from a source and not fitted.",
         ),
         "sglang": EnginePreset(
             "sglang",
             "0.4",
-            "python/sglang/srt/server_args.py, ServerArgs.__post_init__ (chunked_prefill_size 8192 and "
-            "cuda_graph_max_bs 256 on 80 GB-class GPUs; 2048 on smaller ones; page_size 1; "
-            "mem_fraction_static about 0.88 at TP 1); https://docs.sglang.ai/backend/server_arguments.html",
+            "python/sglang/srt/server_args.py (v0.4), ServerArgs.__post_init__: mem_fraction_static 0.88 at "
+            "TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 from TP 16; chunked_prefill_size 8192 "
+            "(2048 below 25 GB); cuda_graph_max_bs 160; page_size 1; "
+            "https://docs.sglang.ai/backend/server_arguments.html",
             8192,
             2048,
             4096,
             1024,
             0.88,
+            "static",
             1,
             _SGLANG_GRAPHS,
             0.1,
-            1e-4,
-            1e-6,
+            0.0,
+            0.0,
             0.5 * GIB,
             "SGLang reserves a decaying share of each request's output (new_token_ratio, down to 0.1). "
-            "The host costs are assumptions: its overlap scheduler hides most CPU work.",
+            "No host cost: its overlap scheduler prepares batch n+1 on the CPU while the GPU runs batch n "
+            "(SGLang v0.4 blog, 'Zero-overhead batch scheduler', https://lmsys.org/blog/2024-12-04-sglang-v0-4/, "
+            "whose Nsight profile shows no GPU idle time between decode batches). "
+            "max_running_requests is sized from memory by SGLang; 4096 here is only a cap.",
+            large_gpu_gib=25.0,
+            a100_small=False,
+            memory_fraction_by_tp=((2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)),
         ),
         "trtllm": EnginePreset(
             "trtllm",
@@ -162,14 +192,16 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             2048,
             2048,
             0.9,
+            "free",
             32,
             _TRT_GRAPHS,
             1.0,
-            1e-4,
-            1e-6,
+            0.0,
+            0.0,
             0.5 * GIB,
             "The capacity scheduler's default reserves every request's whole output (no eviction). "
-            "The host costs are assumptions.",
+            "No host cost: the overlap scheduler, on by default, runs the CPU work of step n beside the GPU "
+            "work of step n+1 (https://nvidia.github.io/TensorRT-LLM/latest/torch/features/overlap_scheduler.html).",
         ),
     }
 )
@@ -188,8 +220,18 @@ def preset(name: str | EnginePreset) -> EnginePreset:
     return PRESETS[key]
 
 
-def _large(acc: Accelerator) -> bool:
-    return acc.memory_capacity >= 70 * GIB and not acc.name.startswith("A100")
+def _large(acc: Accelerator, pre: EnginePreset) -> bool:
+    if pre.a100_small and acc.name.startswith("A100"):
+        return False
+    return acc.memory_capacity >= pre.large_gpu_gib * GIB
+
+
+def _memory_fraction(pre: EnginePreset, tp: int) -> float:
+    frac = pre.memory_fraction
+    for min_tp, value in sorted(pre.memory_fraction_by_tp):
+        if tp >= min_tp:
+            frac = value
+    return frac
 
 
 @dataclass(frozen=True)
@@ -232,12 +274,15 @@ def kv_capacity(
 ) -> Capacity:
     """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
 
-    Per GPU: ``memory_fraction * capacity`` less the weights it stores
-    (``param_count * bytes / tp``; with ``dp_attention`` the attention
-    weights whole on every GPU), less the activation peak of a full-budget
-    step (the widest layer's input and output for every budget token, and
-    fp32 logits for every sequence), less the CUDA graphs' pool; the rest in
-    KV blocks, ``floor(rest / (block_size * bytes per token))`` of them.
+    Per GPU, with ``memory_rule`` ``'total'`` (vLLM): ``memory_fraction *
+    capacity`` less the weights it stores (``param_count * bytes / tp``; with
+    ``dp_attention`` the attention weights whole on every GPU), less the
+    activation peak of a full-budget step (the widest layer's input and
+    output for every budget token, and fp32 logits for every sequence), less
+    the CUDA graphs' pool; ``'static'`` (SGLang): ``memory_fraction *
+    capacity`` less the weights; ``'free'`` (TensorRT-LLM):
+    ``memory_fraction`` of what the weights, activations and graphs leave.
+    The rest is KV blocks, ``floor(rest / (block_size * bytes per token))``.
     A replica holds ``blocks * block_size`` tokens per KV group (``tp``
     groups under ``dp_attention``, and for MLA, whose latent every GPU of a
     head-sharded group stores whole, one).
@@ -262,17 +307,17 @@ def kv_capacity(
         kv_dtype=kv_dtype,
     ).cfg.kv_dtype
     budget = (
-        (pre.token_budget if _large(device) else pre.token_budget_small)
+        (pre.token_budget if _large(device, pre) else pre.token_budget_small)
         if token_budget is None
         else _validate.positive_int("token_budget", token_budget)
     )
     seqs = (
-        (pre.max_seqs if _large(device) else pre.max_seqs_small)
+        (pre.max_seqs if _large(device, pre) else pre.max_seqs_small)
         if max_seqs is None
         else _validate.positive_int("max_seqs", max_seqs)
     )
     frac = (
-        pre.memory_fraction
+        _memory_fraction(pre, tp)
         if memory_fraction is None
         else _validate.fraction("memory_fraction", memory_fraction)
     )
@@ -287,7 +332,13 @@ def kv_capacity(
         budget * (2 * widest / tp + 4 * m.d_model) * 2.0
         + seqs * m.vocab_size * 4.0 / tp
     )
-    usable = frac * device.memory_capacity - weights - act - pre.graph_pool_bytes
+    capacity = device.memory_capacity
+    if pre.memory_rule == "static":
+        usable = frac * capacity - weights
+    elif pre.memory_rule == "free":
+        usable = frac * (capacity - weights - act - pre.graph_pool_bytes)
+    else:
+        usable = frac * capacity - weights - act - pre.graph_pool_bytes
     per_token = _kv_per_token_per_gpu(m, kv, tp, dp_attention)
     blocks = max(0, int(usable // (pre.block_size * per_token)))
     groups = tp if dp_attention else 1
@@ -327,6 +378,8 @@ class ServeResult:
         Iterations simulated (one replica).
     preemptions : int
         Requests evicted and recomputed because the KV cache filled.
+    peak_batch : int
+        The most sequences that ran in one iteration (one replica).
     """
 
     output_tokens_per_s: float
@@ -341,6 +394,7 @@ class ServeResult:
     kv_tokens: int = 0
     iterations: int = 0
     preemptions: int = 0
+    peak_batch: int = 0
 
 
 class _Sim:
@@ -408,7 +462,10 @@ class _Sim:
         closed_loop: int | None,
         n_requests: int,
     ) -> dict[str, np.ndarray | float | int]:
-        """Serve ``n_requests``; ``closed_loop`` clients (each sends its next request when one finishes) or open ``arrivals``."""
+        """Serve ``n_requests`` from ``closed_loop`` clients or at open ``arrivals``.
+
+        A closed-loop client sends its next request when one finishes.
+        """
         I, O = self.I, self.O
         bs = self.pre.block_size
         cap_tokens = self.cap.kv_tokens
@@ -428,7 +485,9 @@ class _Sim:
         waiting: deque[int] = deque()
         prefilling: deque[int] = deque()  # admitted, prompt not finished
         done_prefill = np.zeros(n_requests, dtype=np.int64)
-        generated = np.zeros(n_requests, dtype=np.int64)
+        gen0 = np.zeros(
+            n_requests, dtype=np.int64
+        )  # tokens generated before an eviction
         decoding: dict[int, int] = {}  # id -> iteration at which it finishes
         fin_heap: list[tuple[int, int]] = []
         kv_sum = 0.0  # cached tokens of the decoding sequences
@@ -438,6 +497,7 @@ class _Sim:
         it = 0
         busy_seq_time = 0.0
         preemptions = 0
+        peak = 0
         trace_t = [0.0]
         trace_tok = [0.0]
         out_tokens = 0.0
@@ -446,7 +506,8 @@ class _Sim:
             return -(-tokens // bs)
 
         def need_blocks(rid: int) -> int:
-            return blocks_of(I + int(math.ceil(reserve * O)))
+            g = int(gen0[rid])
+            return blocks_of(I + g + int(math.ceil(reserve * (O - g))))
 
         cap_blocks = cap_tokens // bs
         order = np.argsort(arrive, kind="stable") if closed_loop is None else None
@@ -476,6 +537,7 @@ class _Sim:
                 prefilling.append(rid)
                 blocks_used += nb
                 running += 1
+            peak = max(peak, running)
             if not decoding and not prefilling:
                 if waiting and blocks_used == 0:
                     raise ValueError(
@@ -489,6 +551,8 @@ class _Sim:
                     continue
                 break
             b = len(decoding)
+            while fin_heap and decoding.get(fin_heap[0][1]) != fin_heap[0][0]:
+                heapq.heappop(fin_heap)  # drop stale entries of evicted sequences
             if not prefilling:
                 # decode-only: jump to the next finish (or arrival that could be admitted)
                 next_fin = fin_heap[0][0] if fin_heap else it + 1
@@ -529,7 +593,7 @@ class _Sim:
                 for rid in prefilling:
                     if left <= 0:
                         break
-                    rest = I - int(done_prefill[rid])
+                    rest = I + int(gen0[rid]) - int(done_prefill[rid])
                     c = min(rest, left)
                     chunks.append((c, int(done_prefill[rid])))
                     left -= c
@@ -550,9 +614,10 @@ class _Sim:
                     done_prefill[rid] += c
                 for rid in finishing:
                     prefilling.remove(rid)
-                    first[rid] = now
-                    generated[rid] = 1
-                    if O == 1:
+                    if math.isnan(first[rid]):
+                        first[rid] = now
+                    left_to_decode = O - int(gen0[rid]) - 1
+                    if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
                         blocks_used -= need_blocks(rid)
@@ -560,37 +625,36 @@ class _Sim:
                             arrive[sent] = now
                             sent += 1
                         continue
-                    decoding[rid] = it + O - 1
-                    heapq.heappush(fin_heap, (it + O - 1, rid))
-                    kv_sum += I + 1
+                    decoding[rid] = it + left_to_decode
+                    heapq.heappush(fin_heap, (it + left_to_decode, rid))
+                    kv_sum += I + int(gen0[rid]) + 1
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
             while fin_heap and fin_heap[0][0] <= it:
-                _, rid = heapq.heappop(fin_heap)
-                decoding.pop(rid, None)
+                f, rid = heapq.heappop(fin_heap)
+                if decoding.get(rid) != f:
+                    continue  # evicted since: a stale entry
+                del decoding[rid]
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
-                blocks_used -= max(need_blocks(rid), blocks_of(I + O))
-                if reserve < 1.0:
-                    blocks_used += need_blocks(rid) - blocks_of(
-                        I + int(math.ceil(reserve * O))
-                    )
+                blocks_used -= blocks_of(I + O) if reserve < 1.0 else need_blocks(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
                     sent += 1
             blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
-                rid = max(decoding, key=lambda r: decoding[r])
+                rid = next(
+                    reversed(decoding)
+                )  # the latest to join (its heap entry goes stale)
                 end = decoding.pop(rid)
-                fin_heap = [(f, r) for f, r in fin_heap if r != rid]
-                heapq.heapify(fin_heap)
                 gen = O - (end - it)
                 kv_sum -= I + gen
                 blocks_used -= blocks_of(I + gen)
                 done_prefill[rid] = 0
+                gen0[rid] = gen
                 waiting.appendleft(rid)
                 preemptions += 1
         return {
@@ -601,6 +665,7 @@ class _Sim:
             "iterations": it,
             "busy": busy_seq_time,
             "preemptions": preemptions,
+            "peak": peak,
             "trace_t": np.array(trace_t),
             "trace_tok": np.array(trace_tok),
         }
@@ -679,6 +744,7 @@ def serve(
     max_seqs: int | None = None,
     memory_fraction: float | None = None,
     seed: int = 0,
+    link: str | Link | None = "auto",
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -710,6 +776,9 @@ def serve(
         Expert parallelism (1 or ``tp``) and data-parallel attention, for MoE models.
     token_budget, max_seqs, memory_fraction
         Override the preset's per-iteration token budget, sequence cap and memory share.
+    link : str, Link or None
+        What the replica's collectives cross: ``"auto"`` (:func:`helpers.parallel.tp_link`),
+        a link, or ``None`` (no communication).
     seed : int
         Seed of the Poisson arrivals.
 
@@ -734,6 +803,7 @@ def serve(
         weight_dtype=weight_dtype,
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
+        link=link,
     )
     cap = kv_capacity(
         m,
@@ -835,6 +905,7 @@ def serve(
         kv_tokens=cap.kv_tokens,
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
+        peak_batch=int(out["peak"]),  # type: ignore[call-overload]
     )
 
 

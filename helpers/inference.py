@@ -205,6 +205,7 @@ def prefill_step(
     n_gpus: int = 1,
     mfu: float = 1.0,
     link: str | Link | None = AUTO,
+    kv_dtype: str | None = None,
 ) -> TimeBreakdown:
     """Roofline bound of prefilling ``batch`` prompts of ``tokens`` tokens (:func:`helpers.llm.prefill_cost`).
 
@@ -228,8 +229,14 @@ def prefill_step(
     link : str, Link or None
         What the group's all-reduces cross (:func:`tp_allreduce_time`, in
         ``comm_s``); ``None`` leaves communication out.
+    kv_dtype : str or None
+        Storage of the KV cache written (:data:`helpers.kv_formats.KV_FORMATS`);
+        ``None``: ``dtype``.
+
+    This is the whole-step **bound** (one roofline over the whole pass);
+    :func:`helpers.steps.prefill_step` is the kernel-by-kernel **prediction**.
     """
-    cost = prefill_cost(model, tokens, batch=batch, dtype=dtype)
+    cost = prefill_cost(model, tokens, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
     parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
     comm = tp_allreduce_time(
         model, batch * tokens, acc, n_gpus=n_gpus, dtype=dtype, link=link
@@ -247,6 +254,7 @@ def prefill_time(
     n_gpus: int = 1,
     mfu: float = 1.0,
     link: str | Link | None = AUTO,
+    kv_dtype: str | None = None,
 ) -> float:
     """Seconds (lower bound) to prefill ``batch`` prompts of ``tokens`` tokens; see :func:`prefill_step`.
 
@@ -256,7 +264,15 @@ def prefill_time(
     73.6
     """
     return prefill_step(
-        model, tokens, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link
+        model,
+        tokens,
+        acc,
+        batch=batch,
+        dtype=dtype,
+        n_gpus=n_gpus,
+        mfu=mfu,
+        link=link,
+        kv_dtype=kv_dtype,
     ).seconds
 
 
@@ -270,6 +286,7 @@ def decode_step(
     n_gpus: int = 1,
     mfu: float = 1.0,
     link: str | Link | None = AUTO,
+    kv_dtype: str | None = None,
 ) -> TimeBreakdown:
     """Roofline bound of one decode step: ``batch`` sequences with ``context`` cached tokens each emit one token.
 
@@ -277,9 +294,14 @@ def decode_step(
     step whatever the batch, each sequence's KV cache once per step.
     Parameters as in :func:`prefill_step`, with ``context`` (tokens already
     cached per sequence, >= 0) in place of ``tokens``; the all-reduces carry
-    ``batch`` tokens.
+    ``batch`` tokens; ``kv_dtype`` the cache's storage (``None``: ``dtype``).
+
+    This is the whole-step **bound**: one roofline over all FLOP and bytes,
+    as if the weight GEMMs hid under attention's KV reads.
+    :func:`helpers.steps.decode_step` is the **prediction**, the sum of the
+    step's kernels, each at its own roof and measured efficiency.
     """
-    cost = decode_cost(model, context, batch=batch, dtype=dtype)
+    cost = decode_cost(model, context, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
     parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
     comm = tp_allreduce_time(model, batch, acc, n_gpus=n_gpus, dtype=dtype, link=link)
     return _with_comm(parts, comm)
@@ -295,10 +317,19 @@ def decode_step_time(
     n_gpus: int = 1,
     mfu: float = 1.0,
     link: str | Link | None = AUTO,
+    kv_dtype: str | None = None,
 ) -> float:
     """Seconds (lower bound) of one decode step; see :func:`decode_step`."""
     return decode_step(
-        model, context, acc, batch=batch, dtype=dtype, n_gpus=n_gpus, mfu=mfu, link=link
+        model,
+        context,
+        acc,
+        batch=batch,
+        dtype=dtype,
+        n_gpus=n_gpus,
+        mfu=mfu,
+        link=link,
+        kv_dtype=kv_dtype,
     ).seconds
 
 
@@ -365,6 +396,7 @@ def max_decode_batch(
     reserve: float = RESERVE,
     holds_weights: bool = True,
     kv_copies: int = 1,
+    kv_dtype: str | None = None,
 ) -> int:
     """Largest decode batch whose KV caches fit beside the weights (0 if none does).
 
@@ -379,6 +411,9 @@ def max_decode_batch(
         device holds whole sequences, as DeepSeek and SGLang deploy MLA).
         ``n_gpus`` for an MLA latent under head-sharded tensor parallelism:
         every device's heads score the same latent, so every device holds it.
+    kv_dtype : str or None
+        Storage of the KV cache (:data:`helpers.kv_formats.KV_FORMATS`);
+        ``None``: ``dtype``, which also stores the weights.
 
     Returns
     -------
@@ -406,7 +441,8 @@ def max_decode_batch(
     )
     if free <= 0:
         return 0
-    return int(free // (copies * kv_cache_bytes(model, context + 1, dtype=dtype)))
+    per_seq = kv_cache_bytes(model, context + 1, dtype=dtype, kv_dtype=kv_dtype)
+    return int(free // (copies * per_seq))
 
 
 def critical_decode_batch(

@@ -691,7 +691,12 @@ def _lm_head_bytes(m: ModelConfig, width: int) -> float:
 
 
 def prefill_cost(
-    model: str | ModelConfig, tokens: int, *, batch: int = 1, dtype: str = "bf16"
+    model: str | ModelConfig,
+    tokens: int,
+    *,
+    batch: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | KVFormat | None = None,
 ) -> Cost:
     """Cost of prefilling ``batch`` prompts of ``tokens`` tokens each (no cache to start).
 
@@ -699,7 +704,8 @@ def prefill_cost(
     attention (``tokens (tokens + 1) / 2`` pairs per prompt; MLA
     materialised), and the lm_head for the last token of each prompt.
     Bytes: the block weights the prompts use (:func:`weights_read_bytes`)
-    and the lm_head once, the embedding rows looked up, and the KV cache written.
+    and the lm_head once, the embedding rows looked up, and the KV cache written
+    (in ``kv_dtype``, default ``dtype``: :func:`kv_cache_bytes_per_token`).
     """
     m = get_model(model)
     tokens = _validate.positive_int("tokens", tokens)
@@ -711,7 +717,7 @@ def prefill_cost(
     flops += batch * 2.0 * m.d_model * m.vocab_size
     bytes_ = weights_read_bytes(m, n, dtype=dtype)
     bytes_ += n * m.d_model * width  # embedding rows
-    bytes_ += n * kv_cache_bytes_per_token(m, dtype=dtype)
+    bytes_ += n * kv_cache_bytes_per_token(m, dtype=dtype, kv_dtype=kv_dtype)
     return Cost(flops, float(bytes_))
 
 
@@ -722,6 +728,7 @@ def decode_cost(
     batch: int = 1,
     dtype: str = "bf16",
     query_tokens: int = 1,
+    kv_dtype: str | KVFormat | None = None,
 ) -> Cost:
     """Cost of one decode step: ``batch`` sequences each process ``query_tokens`` new tokens.
 
@@ -735,7 +742,8 @@ def decode_cost(
     attention (MLA in its absorbed decode form), the lm_head per new token.
     Bytes: the weights the ``batch * s`` tokens use, once
     (:func:`weights_read_bytes`: all of them for a dense model), each
-    sequence's KV cache read (``context`` tokens) and its new tokens' KV written.
+    sequence's KV cache read (``context`` tokens) and its new tokens' KV written,
+    in ``kv_dtype`` (default ``dtype``; a quantized cache, :data:`helpers.kv_formats.KV_FORMATS`).
     """
     m = get_model(model)
     context = _validate.non_negative_int("context", context)
@@ -747,7 +755,11 @@ def decode_cost(
     flops += batch * float(attention_flops(m, pairs, absorbed=True))
     bytes_ = weights_read_bytes(m, batch * s, dtype=dtype)
     bytes_ += batch * s * m.d_model * width
-    bytes_ += batch * (context + s) * kv_cache_bytes_per_token(m, dtype=dtype)
+    bytes_ += (
+        batch
+        * (context + s)
+        * kv_cache_bytes_per_token(m, dtype=dtype, kv_dtype=kv_dtype)
+    )
     return Cost(float(flops), float(bytes_))
 
 

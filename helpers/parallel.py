@@ -58,7 +58,11 @@ from .hardware import Accelerator, Link, get_accelerator, get_link
 
 ALGORITHMS = ("ring", "tree")
 """The algorithms every collective here offers."""
-_TP_LINKS = {"NVLink 4 (H100)": ("H100", "H200", "H20"), "NVLink 3 (A100)": ("A100",)}
+_TP_LINKS = {
+    "NVLink 5 (B200, GB200 NVL72)": ("B200", "B300", "GB200"),
+    "NVLink 4 (H100)": ("H100", "H200", "H20"),
+    "NVLink 3 (A100)": ("A100",),
+}
 _EXPORT_NVLINK = Link(
     "NVLink (A800/H800, 400 GB/s)",
     200e9,
@@ -253,7 +257,9 @@ def bus_bandwidth(collective: str, nbytes: float, n: int, time_s: float) -> floa
 def tp_link(acc: str | Accelerator) -> Link:
     """The catalog link a tensor-parallel group of ``acc`` GPUs in one server talks over.
 
-    H100, H200 and H20 SXM boards: NVLink 4 through NVSwitch (450 GB/s per
+    B200, B300 and GB200: NVLink 5 through NVSwitch (900 GB/s per direction
+    per GPU, the catalog's NVLink 5 link); H100, H200 and H20 SXM boards:
+    NVLink 4 through NVSwitch (450 GB/s per
     direction per GPU, the H100 datasheet); A100 SXM: NVLink 3 (300 GB/s per
     direction). Every other GPU in the catalog, PCIe 4.0 x16 (T4, L4, A10G and
     RTX 4090 have no NVLink; the V100's NVLink 2 is not a catalog link, so

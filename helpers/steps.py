@@ -16,7 +16,8 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
   routed experts as one grouped GEMM, the shared experts): compute share
   ``f_c`` = the published achievable matmul share of the GPU in that
   precision (:func:`helpers.achievable.fractions`) times the tile and wave
-  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`); memory
+  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`; for a GPU
+  with no published SM count, the tiles' share alone, :func:`helpers.ops.tile_efficiency`); memory
   share and fixed cost from a line through published small-GEMM timings
   (:func:`helpers.efficiency.gemm_floor`). Low-bit weights whose precision
   the tensor cores lack (int4, fp4 before Blackwell, fp8 before Hopper) are
@@ -34,7 +35,10 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 * **collectives**: two tensor-parallel all-reduces per layer at NCCL's
   measured bus bandwidth (:func:`helpers.efficiency.busbw_fraction`), the
   faster of ring and tree as NCCL picks; with expert parallelism, a
-  dispatch and a combine all-to-all per MoE layer.
+  dispatch and a combine all-to-all per MoE layer at DeepEP's measured
+  share of the link (:func:`helpers.efficiency.busbw_fraction`,
+  ``algorithm="alltoall"``), the busiest GPU's experts waiting for
+  :func:`imbalance`.
 * **floor**: every kernel pays :func:`helpers.dispatch.kernel_floor`
   (GEMMs the larger :func:`helpers.efficiency.gemm_floor`).
 
@@ -66,7 +70,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, achievable, dispatch, efficiency, ops, parallel
-from .hardware import Accelerator, Link, get_accelerator, get_link
+from .hardware import FP4_DENSE_FLOPS, Accelerator, Link, get_accelerator, get_link
 from .kv_formats import kv_format
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
@@ -90,7 +94,9 @@ per-tensor scales, negligible.
 """
 
 DEQUANT_OPS_PER_ELEMENT = 4
-"""Vector operations to restore one low-bit weight in a mixed-precision GEMM (unpack, convert, scale, and the zero point or sign).
+"""Vector operations to restore one low-bit weight in a mixed-precision GEMM.
+
+Unpack, convert, scale, and apply the zero point or sign.
 
 Charged once per weight element per 128-row output tile (each thread block
 restores the weights it multiplies), on the vector (CUDA-core) roof, in
@@ -111,7 +117,10 @@ KERNEL_CLASSES = (
 
 
 def weight_bytes_per_element(weight_dtype: str) -> float:
-    """Bytes one weight element takes in ``weight_dtype`` (:data:`WEIGHT_BYTES`); ``KeyError`` naming the parameter if unknown."""
+    """Bytes one weight element takes in ``weight_dtype`` (:data:`WEIGHT_BYTES`).
+
+    Raises ``KeyError`` naming the parameter for an unknown precision.
+    """
     key = _validate.name("weight_dtype", weight_dtype)
     if key not in WEIGHT_BYTES:
         raise KeyError(
@@ -124,7 +133,8 @@ def compute_dtype(acc: str | Accelerator, weight_dtype: str, act_dtype: str) -> 
     """Which tensor-core precision a GEMM of ``weight_dtype`` weights and ``act_dtype`` inputs runs in on ``acc``.
 
     Both operands must share the tensor cores' format: 8-bit weights with
-    8-bit activations run at the 8-bit peak if ``acc`` has one; anything
+    8-bit activations run at the 8-bit peak if ``acc`` has one, NVFP4 with
+    NVFP4 at the FP4 peak on Blackwell (:data:`helpers.hardware.FP4_DENSE_FLOPS`); anything
     else runs at ``act_dtype``'s 16-bit peak with the weights dequantised
     (weight-only quantisation, W8A16 / W4A16).
 
@@ -135,6 +145,8 @@ def compute_dtype(acc: str | Accelerator, weight_dtype: str, act_dtype: str) -> 
     w = _validate.name("weight_dtype", weight_dtype)
     a = _validate.name("act_dtype", act_dtype)
     weight_bytes_per_element(w)
+    if a == w == "fp4" and device.name in FP4_DENSE_FLOPS:
+        return "fp4"
     if a == w and a in device.peak_flops and a in ("fp8", "int8", "bf16", "fp16"):
         return a
     wide = a if a in ("bf16", "fp16") else "bf16"
@@ -188,12 +200,13 @@ def prefill_attention_efficiency(
     tiles it computes (``nb = ceil(tokens / block)``) hold ``tokens (tokens +
     1) / 2`` useful pairs. Its ``heads * nb`` thread blocks (one per query
     tile and head) fill the SMs in waves (:func:`helpers.ops.gemm_utilization`'s
-    rule). The product is the share kept; 1 only for long sequences.
+    rule; left out for a GPU with no published SM count). The product is the
+    share kept; 1 only for long sequences.
 
     >>> round(prefill_attention_efficiency(512, 32, "H100"), 2)
-    0.61
+    0.78
     >>> round(prefill_attention_efficiency(8192, 32, "H100"), 2)
-    0.99
+    0.95
     """
     tokens = _validate.positive_int("tokens", tokens)
     heads = _validate.positive_int("heads", heads)
@@ -201,8 +214,8 @@ def prefill_attention_efficiency(
     useful = tokens * (tokens + 1) / 2
     computed = nb * (nb + 1) / 2 * block * block
     ctas = heads * nb
-    sms = get_accelerator(acc).sms()
-    waves = ctas / (math.ceil(ctas / sms) * sms)
+    sms = get_accelerator(acc).sm_count
+    waves = 1.0 if sms is None else ctas / (math.ceil(ctas / sms) * sms)
     return useful / computed * waves
 
 
@@ -274,10 +287,16 @@ class _Pricer:
         self.f_mem = gf.memory_fraction
         self.cdtype = compute_dtype(acc, cfg.weight_dtype, cfg.act_dtype)
         self.f_comp = achievable.fractions(acc, self.cdtype)[0]
-        self.peak = acc.flops(self.cdtype)
+        self.peak = (
+            FP4_DENSE_FLOPS[acc.name]
+            if self.cdtype == "fp4"
+            else acc.flops(self.cdtype)
+        )
         self.bw = acc.memory_bandwidth
         self.wbytes = weight_bytes_per_element(cfg.weight_dtype)
-        self.abytes = 1.0 if self.cdtype in ("fp8", "int8") else 2.0
+        self.abytes = {"fp8": 1.0, "int8": 1.0, "fp4": WEIGHT_BYTES["fp4"]}.get(
+            self.cdtype, 2.0
+        )
         self.dequant = _dequantises(acc, cfg.weight_dtype, cfg.act_dtype)
         try:
             self.vector_peak = acc.vector_flops("bf16")
@@ -294,6 +313,8 @@ class _Pricer:
         self.attn_gemms = _dense_gemms(m, cfg.tp, self.attn_tp)
         self.kv_token_layer = self._kv_bytes_per_token_layer()
         self._cache: dict[int, tuple[float, float, float, float, float, float]] = {}
+        self._heads: dict[int, tuple[float, float, float, float]] = {}
+        self._attn_eff: dict[tuple[int, int], float] = {}
 
     # ---- pieces -------------------------------------------------------
     def _kv_bytes_per_token_layer(self) -> float:
@@ -312,7 +333,10 @@ class _Pricer:
         wbytes = g.n * g.k * self.wbytes * g.groups
         abytes = per_group * g.groups * (g.k * self.abytes + g.n * 2.0)
         mrows = max(1, math.ceil(per_group))
-        util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
+        if self.cfg.acc.sm_count is None:  # waves unknown: the tiles' useful share only
+            util = ops.tile_efficiency(mrows, g.n)
+        else:
+            util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
         compute = flops / (self.peak * self.f_comp * util)
         if self.dequant:
             tiles = math.ceil(per_group / 128)
@@ -345,7 +369,10 @@ class _Pricer:
     def linear_part(
         self, tokens: int
     ) -> tuple[float, float, float, float, float, float]:
-        """(gemm_s, elementwise_s, tp_comm_s, ep_comm_s, floors_s, kernels) for ``tokens`` tokens of one step, all layers."""
+        """Token-proportional part of a step of ``tokens`` tokens, all layers.
+
+        ``(gemm_s, elementwise_s, tp_comm_s, ep_comm_s, floors_s, kernels, flops, bytes)``.
+        """
         hit = self._cache.get(tokens)
         if hit is not None:
             return hit
@@ -354,7 +381,7 @@ class _Pricer:
         # dp attention: each GPU runs 1/tp of the tokens through attention projections
         attn_rows = tokens / tp if cfg.dp_attention else tokens
         gemm_s = elem_s = comm_s = ep_s = floors = 0.0
-        kernels = 0
+        kernels = 0.0
         flops = nbytes = 0.0
         d = m.d_model
         act = 2.0  # activations between kernels stay 16-bit
@@ -378,7 +405,7 @@ class _Pricer:
 
         dense_layers = m.n_layers if m.moe is None else m.moe.first_dense_layers
         moe_layers = m.n_layers - dense_layers
-        quant = self.cdtype in ("fp8", "int8")
+        quant = self.cdtype in ("fp8", "int8", "fp4")
         for layers, moe in ((dense_layers, False), (moe_layers, True)):
             if layers == 0:
                 continue
@@ -460,13 +487,13 @@ class _Pricer:
         if cfg.ep <= 1 or cfg.link is None:
             return 0.0
         assert m.moe is not None
-        frac = efficiency.busbw_fraction(cfg.link.name)
+        frac = efficiency.busbw_fraction(cfg.link.name, algorithm="alltoall")
         derated = Link(
             cfg.link.name, cfg.link.bandwidth * frac, cfg.link.latency, cfg.link.source
         )
         per_gpu = max(tokens / cfg.ep, 1.0)
         elements = per_gpu * m.moe.top_k * m.d_model
-        dispatch_b = elements * (1.0 if self.cdtype == "fp8" else 2.0)
+        dispatch_b = elements * (1.0 if self.cdtype in ("fp8", "fp4") else 2.0)
         combine_b = elements * 2.0
         return parallel.alltoall_time(
             dispatch_b, cfg.ep, derated
@@ -476,7 +503,10 @@ class _Pricer:
     def decode_attention(
         self, seqs: int, kv_tokens: float
     ) -> tuple[float, float, float]:
-        """(seconds, flops, bytes) of decode attention over all layers: ``seqs`` queries reading ``kv_tokens`` cached tokens in all."""
+        """(seconds, flops, bytes) of decode attention over all layers.
+
+        ``seqs`` queries read ``kv_tokens`` cached tokens in all.
+        """
         if seqs <= 0:
             return 0.0, 0.0, 0.0
         m = self.cfg.model
@@ -506,25 +536,37 @@ class _Pricer:
                 continue
             pairs = tokens * prefix + tokens * (tokens + 1) / 2
             flops = pairs * m.attention_flops_per_pair(absorbed=False) / group
-            eff = self.attn.prefill_compute * prefill_attention_efficiency(
-                tokens + prefix, heads, self.cfg.acc
-            )
+            key = (tokens + prefix, heads)
+            share = self._attn_eff.get(key)
+            if share is None:
+                share = self._attn_eff[key] = prefill_attention_efficiency(
+                    tokens + prefix, heads, self.cfg.acc
+                )
+            eff = self.attn.prefill_compute * share
             nbytes = (prefix + tokens) * self.kv_token_layer
             t = max(
                 flops / (self.peak16 * eff),
                 nbytes / (self.bw * self.attn.decode_memory),
             )
-            if self.cfg.dp_attention:
-                t /= 1  # a chunk runs on the one GPU that owns its sequence
             total_s += t
             flops_all += flops
             bytes_all += nbytes
+        if self.cfg.dp_attention:
+            # each chunk runs on the GPU that owns its sequence: the replica's GPUs
+            # share the chunks, taken as evenly balanced
+            total_s /= self.cfg.tp
         return m.n_layers * total_s, m.n_layers * flops_all, m.n_layers * bytes_all
 
     def head(self, seqs: int) -> tuple[float, float, float, float]:
         """(lm_head_s, sampling_s, floors_s, kernels) for ``seqs`` sequences that need a next token."""
         if seqs <= 0:
             return 0.0, 0.0, 0.0, 0.0
+        hit = self._heads.get(seqs)
+        if hit is None:
+            hit = self._heads[seqs] = self._head(seqs)
+        return hit
+
+    def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
         vocab = m.vocab_size // self.cfg.tp
         lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
@@ -546,7 +588,7 @@ class _Pricer:
 
 
 def imbalance(assignments: float, ep: int) -> float:
-    """Expected load of the busiest of ``ep`` expert-parallel GPUs over the mean, for ``assignments`` token-expert pairs.
+    """Load of the busiest of ``ep`` expert-parallel GPUs over the mean, for ``assignments`` token-expert pairs.
 
     With uniform, independent routing each pair lands on a given GPU with
     probability ``p = 1 / ep``, so a GPU's load is binomial with mean
@@ -558,7 +600,7 @@ def imbalance(assignments: float, ep: int) -> float:
     bound on the imbalance. 1 GPU: 1.
 
     >>> round(imbalance(128 * 8, 8), 3)
-    1.179
+    1.169
     """
     assignments = _validate.positive("assignments", assignments)
     ep = _validate.positive_int("ep", ep)
@@ -582,7 +624,7 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
 
     fp8 and int8 weights run W8A8 where the tensor cores take that format
     (vLLM's and SGLang's fp8 on Hopper and later), otherwise bf16; 4-bit
-    weights run W4A16; 16-bit weights, their own precision.
+    weights run W4A16, except NVFP4 on Blackwell (W4A4); 16-bit weights, their own precision.
 
     >>> default_act_dtype("H100", "fp8"), default_act_dtype("A100", "fp8")
     ('fp8', 'bf16')
@@ -592,6 +634,8 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     weight_bytes_per_element(w)
     if w in ("fp8", "int8") and w in device.peak_flops:
         return w
+    if w == "fp4" and device.name in FP4_DENSE_FLOPS:
+        return "fp4"
     if w in ("bf16", "fp16", "fp32"):
         return w if w != "fp32" else "bf16"
     return "bf16"
@@ -650,10 +694,12 @@ def pricer(
         if act_dtype is None
         else _validate.name("act_dtype", act_dtype)
     )
-    if a not in ("bf16", "fp16", "fp8", "int8"):
+    if a not in ("bf16", "fp16", "fp8", "int8", "fp4"):
         raise ValueError(
-            f"act_dtype must be bf16, fp16, fp8 or int8, got {act_dtype!r}"
+            f"act_dtype must be bf16, fp16, fp8, int8 or fp4, got {act_dtype!r}"
         )
+    if a == "fp4" and device.name not in FP4_DENSE_FLOPS:
+        raise ValueError(f"act_dtype 'fp4': {device.name} has no FP4 tensor cores")
     if a in ("fp8", "int8") and a not in device.peak_flops:
         raise ValueError(f"act_dtype {a!r}: {device.name} has no {a} tensor cores")
     kv = ("bf16" if w not in ("fp16",) else "fp16") if kv_dtype is None else kv_dtype
@@ -847,7 +893,10 @@ def prefill_step(
 
 
 def token_grid(max_tokens: int) -> np.ndarray:
-    """Token counts at which :func:`token_table` prices a step exactly: every count to 64, then every 16th to 1024, then steps of about 4 %."""
+    """Token counts at which :func:`token_table` prices a step exactly.
+
+    Every count to 64, then every 16th to 1024, then steps of about 4 %.
+    """
     max_tokens = _validate.positive_int("max_tokens", max_tokens)
     points = set(range(1, min(max_tokens, 64) + 1))
     points.update(range(64, min(max_tokens, 1024) + 1, 16))
@@ -860,7 +909,9 @@ def token_grid(max_tokens: int) -> np.ndarray:
 
 
 def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(grid, seconds)``: the token-proportional kernels' time (GEMMs, elementwise, collectives and their floors) at :func:`token_grid`.
+    """``(grid, seconds)``: the token-proportional kernels' time at :func:`token_grid`.
+
+    GEMMs, elementwise kernels, collectives and their floors.
 
     Between grid points the time is interpolated linearly (``numpy.interp``);
     the step functions price exact counts, the engine the interpolation.

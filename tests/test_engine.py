@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from helpers import engine
+from helpers import engine, hardware, llm, steps
 
 FIELDS = (
     "output_tokens_per_s",
@@ -53,3 +55,174 @@ def test_bad_input_names_the_parameter(kwargs, word):
     with pytest.raises((ValueError, KeyError, TypeError)) as err:
         engine.serve("llama-3-8b", "H100", **args)
     assert word in str(err.value)
+
+
+# ---- hand-worked iterations ------------------------------------------------------------------
+
+V = engine.PRESETS["vllm"]
+
+
+def _host(seqs: int) -> float:
+    return V.host_s + V.host_per_seq_s * seqs
+
+
+def test_budget_limited_prefill_is_three_chunks():
+    """A 3,008-token prompt under a 1,024-token budget: chunks of 1,024, 1,024 and 960, one per iteration."""
+    r = engine.serve(
+        "llama-3-8b",
+        "H100",
+        input_len=3008,
+        output_len=1,
+        requests=1,
+        token_budget=1024,
+    )
+    chunks = [(1024, 0, 0), (1024, 1024, 0), (960, 2048, 1)]
+    by_hand = sum(
+        steps.mixed_step("llama-3-8b", "H100", chunks=[(c, p)], logits=n).seconds
+        + _host(1)
+        for c, p, n in chunks
+    )
+    assert r.iterations == 3
+    assert r.ttft_s == pytest.approx(by_hand, rel=1e-9)
+    assert r.output_tokens_per_s == pytest.approx(1 / by_hand, rel=1e-9)
+
+
+def test_ramp_down_tail_one_slot():
+    """Two requests, one sequence slot: the second waits for the whole first, then runs alone."""
+    kw = dict(input_len=16, output_len=5, requests=2, max_seqs=1)
+    r = engine.serve("llama-3-8b", "H100", **kw)
+    prefill = steps.mixed_step("llama-3-8b", "H100", chunks=[(16, 0)]).seconds + _host(
+        1
+    )
+    decodes = [
+        steps.decode_step("llama-3-8b", c, "H100", batch=1).seconds + _host(1)
+        for c in (16, 17, 18, 19)
+    ]
+    first_done = prefill + sum(decodes)
+    assert r.iterations == 10
+    # TTFTs are the first prefill and the wait plus the second prefill: their median is the mean
+    assert r.ttft_s == pytest.approx((prefill + first_done + prefill) / 2, rel=1e-9)
+    assert r.tpot_s == pytest.approx(sum(decodes) / 4, rel=1e-9)
+    assert r.output_tokens_per_s == pytest.approx(10 / (2 * first_done), rel=1e-9)
+
+
+def test_memory_limited_batch_by_hand():
+    """KV blocks, not max_num_seqs, cap the batch: TensorRT-LLM reserves every request's whole sequence."""
+    cap = engine.kv_capacity("llama-3-8b", "H100", engine="trtllm", weight_dtype="fp8")
+    t = engine.PRESETS["trtllm"]
+    m = llm.get_model("llama-3-8b")
+    weights = llm.param_count(m) * 1.0
+    act = 8192 * (2 * 14336 + 4 * 4096) * 2.0 + 2048 * m.vocab_size * 4.0
+    free = 0.9 * (80 * 2**30 - weights - act - t.graph_pool_bytes)
+    per_token = 32 * 2 * 8 * 128 * 2  # bytes of bf16 KV per token
+    assert cap.kv_tokens == int(free // (32 * per_token)) * 32
+    r = engine.serve(
+        "llama-3-8b",
+        "H100",
+        weight_dtype="fp8",
+        engine="trtllm",
+        input_len=4000,
+        output_len=96,
+        requests=400,
+    )
+    blocks_per_request = math.ceil(4096 / 32)
+    assert r.peak_batch == (cap.kv_tokens // 32) // blocks_per_request < t.max_seqs
+
+
+# ---- properties ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    prompt=st.integers(min_value=16, max_value=6000),
+    extra=st.integers(min_value=1, max_value=4000),
+)
+def test_longer_prompt_never_lowers_ttft(prompt, extra):
+    kw = dict(output_len=4, concurrency=1, requests=2)
+    short = engine.serve("llama-3-8b", "H100", input_len=prompt, **kw)
+    long = engine.serve("llama-3-8b", "H100", input_len=prompt + extra, **kw)
+    assert long.ttft_s >= short.ttft_s
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    budget=st.integers(min_value=256, max_value=4096),
+    factor=st.sampled_from([2, 4]),
+    prompt=st.integers(min_value=64, max_value=4000),
+)
+def test_larger_budget_never_lowers_offline_throughput(budget, factor, prompt):
+    kw = dict(input_len=prompt, output_len=32, requests=64)
+    small = engine.serve("llama-3-8b", "H100", token_budget=budget, **kw)
+    large = engine.serve("llama-3-8b", "H100", token_budget=budget * factor, **kw)
+    assert large.output_tokens_per_s >= small.output_tokens_per_s * 0.99
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    clients=st.integers(min_value=1, max_value=24),
+    more=st.integers(min_value=1, max_value=8),
+)
+def test_more_clients_never_lower_steady_throughput_below_the_limits(clients, more):
+    """While every client's prompt fits one iteration's budget (32 x 256 <= 8,192) and memory.
+
+    Past the budget a cohort's prefill spills into a second iteration and
+    throughput can dip (33 clients of 256 tokens: a 3 % dip), as a real
+    engine's does when lockstep clients overflow its token budget.
+    """
+    kw = dict(input_len=256, output_len=64)
+    few = engine.serve("llama-3-8b", "H100", concurrency=clients, **kw)
+    many = engine.serve("llama-3-8b", "H100", concurrency=clients + more, **kw)
+    assert many.output_tokens_per_s >= few.output_tokens_per_s
+
+
+def test_poisson_rate_low_load_has_no_queue():
+    """At a rate far below capacity TTFT is about one prefill, and throughput follows the offered load."""
+    r = engine.serve(
+        "llama-3-8b", "H100", input_len=512, output_len=64, rate=1.0, requests=60
+    )
+    alone = engine.serve(
+        "llama-3-8b", "H100", input_len=512, output_len=64, concurrency=1, requests=2
+    )
+    assert r.ttft_s == pytest.approx(alone.ttft_s, rel=0.5)
+    assert r.output_tokens_per_s < 64 * 1.0 * 1.5
+
+
+def test_moe_with_expert_parallelism_serves():
+    r = engine.serve(
+        "deepseek-v3",
+        "H200",
+        tp=8,
+        ep=8,
+        dp_attention=True,
+        weight_dtype="fp8",
+        input_len=1000,
+        output_len=200,
+        engine="sglang",
+    )
+    assert r.output_tokens_per_s > 0 and r.breakdown["ep_comm"] > 0
+    assert r.breakdown["tp_comm"] < r.breakdown["ep_comm"]
+
+
+def test_presets_cite_a_version_and_a_source():
+    for p in engine.PRESETS.values():
+        assert p.version and "http" in p.source and p.notes
+
+
+@settings(max_examples=6, deadline=None)
+@given(scale=st.floats(min_value=1.0, max_value=8.0))
+def test_a_faster_link_never_lowers_throughput(scale):
+    nv = hardware.get_link("NVLink 4 (H100)")
+    fast = hardware.Link(nv.name, nv.bandwidth * scale, nv.latency / scale, nv.source)
+    kw = dict(tp=2, input_len=512, output_len=64, requests=64)
+    slow = engine.serve("llama-3-70b", "H100", link=nv, **kw)
+    quick = engine.serve("llama-3-70b", "H100", link=fast, **kw)
+    assert quick.output_tokens_per_s >= slow.output_tokens_per_s
+
+
+def test_sglang_static_share_falls_with_tp_by_hand():
+    """SGLang at TP 8: 0.81 of each GPU holds the weights' eighth and the KV pool (pages of 1 token)."""
+    cap = engine.kv_capacity("llama-3-70b", "H100", tp=8, engine="sglang")
+    weights = llm.param_count("llama-3-70b") * 2 / 8
+    per_token = 80 * 2 * 1 * 128 * 2  # one KV head per GPU, bf16
+    assert cap.kv_tokens == int((0.81 * 80 * 2**30 - weights) // per_token)
+    assert cap.token_budget == 8192

@@ -1,0 +1,196 @@
+"""helpers.steps and helpers.efficiency: a step priced kernel by kernel, beside the whole-step bound."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import efficiency, hardware, inference, steps
+
+
+def test_decode_attention_by_hand():
+    """Llama-3-8B, bf16 KV: 64 sequences at 1,023 cached tokens read 64 x 1,024 tokens of 131,072 bytes."""
+    s = steps.decode_step("llama-3-8b", 1023, "H100", batch=64)
+    share = efficiency.attention_fractions("H100").decode_memory
+    by_hand = 64 * 1024 * (32 * 2 * 8 * 128 * 2) / (3.35e12 * share)
+    assert s.parts["attention"] == pytest.approx(by_hand, rel=1e-9)
+    assert share == pytest.approx(3000 / 3350)
+
+
+def test_the_sum_is_above_both_bounds():
+    for batch, ctx in ((1, 0), (16, 512), (256, 4096)):
+        s = steps.decode_step("llama-3-70b", ctx, "H100", batch=batch, tp=8)
+        assert s.seconds > s.bound_s
+        assert s.seconds > inference.decode_step_time(
+            "llama-3-70b", ctx, "H100", batch=batch, n_gpus=8
+        )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batch=st.integers(min_value=1, max_value=512),
+    more=st.integers(min_value=1, max_value=512),
+    ctx=st.integers(min_value=0, max_value=16000),
+)
+def test_step_grows_with_batch_and_context(batch, more, ctx):
+    base = steps.decode_step("llama-3-8b", ctx, "H100", batch=batch).seconds
+    assert (
+        steps.decode_step("llama-3-8b", ctx, "H100", batch=batch + more).seconds >= base
+    )
+    assert (
+        steps.decode_step("llama-3-8b", ctx + more, "H100", batch=batch).seconds >= base
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(tokens=st.integers(min_value=1, max_value=4096), scale=st.floats(1.0, 8.0))
+def test_a_faster_link_never_slows_a_step(tokens, scale):
+    nv = hardware.get_link("NVLink 4 (H100)")
+    # same name: the same measured share of the line rate applies to both
+    fast = hardware.Link(nv.name, nv.bandwidth * scale, nv.latency / scale, nv.source)
+    kw = dict(chunks=[(tokens, 0)], tp=4)
+    slow_s = steps.mixed_step("llama-3-70b", "H100", link=nv, **kw).seconds
+    fast_s = steps.mixed_step("llama-3-70b", "H100", link=fast, **kw).seconds
+    assert fast_s <= slow_s
+
+
+def test_int4_weights_pay_dequantisation_where_compute_bound():
+    """W4A16: decode reads a quarter of the bytes (faster); a long prefill adds the vector work (slower)."""
+    dec16 = steps.decode_step("llama-3-8b", 128, "H100", batch=8).parts["gemm"]
+    dec4 = steps.decode_step(
+        "llama-3-8b", 128, "H100", batch=8, weight_dtype="int4"
+    ).parts["gemm"]
+    pre16 = steps.prefill_step("llama-3-8b", 8192, "H100").parts["gemm"]
+    pre4 = steps.prefill_step("llama-3-8b", 8192, "H100", weight_dtype="int4").parts[
+        "gemm"
+    ]
+    assert dec4 < dec16 / 2
+    assert pre4 > pre16
+    # the extra is the dequantisation on the vector roof: 4 ops per weight per 128-row tile
+    assert steps.compute_dtype("H100", "int4", "bf16") == "bf16"
+
+
+def test_precision_per_tensor():
+    assert (
+        steps.compute_dtype("A100", "fp8", "fp8") == "bf16"
+    )  # no fp8 tensor cores: W8A16
+    assert steps.default_act_dtype("H100", "fp8") == "fp8"
+    fp8kv = steps.decode_step("llama-3-8b", 4000, "H100", batch=64, kv_dtype="fp8")
+    bf16kv = steps.decode_step("llama-3-8b", 4000, "H100", batch=64)
+    assert fp8kv.parts["attention"] == pytest.approx(bf16kv.parts["attention"] / 2)
+
+
+def test_moe_expert_parallel_pays_all_to_all_and_imbalance():
+    ep = steps.decode_step(
+        "deepseek-v3",
+        2048,
+        "H200",
+        batch=256,
+        tp=8,
+        ep=8,
+        dp_attention=True,
+        weight_dtype="fp8",
+    )
+    tp = steps.decode_step(
+        "deepseek-v3", 2048, "H200", batch=256, tp=8, weight_dtype="fp8"
+    )
+    assert ep.parts["ep_comm"] > 0 and tp.parts["ep_comm"] == 0
+    assert tp.parts["tp_comm"] > 0
+    assert steps.imbalance(1, 1) == 1.0
+    # by hand: 1,024 pairs over 8 GPUs, mean 128, sd sqrt(112), max ~ mean + sd sqrt(2 ln 8)
+    assert steps.imbalance(1024, 8) == pytest.approx(
+        (128 + math.sqrt(112) * math.sqrt(2 * math.log(8))) / 128
+    )
+
+
+def test_prefill_attention_efficiency_by_hand():
+    # 512 tokens: 4 tiles of 128, 10 of 16 computed, 512*513/2 useful pairs; 32 heads x 4 = 128 CTAs on 132 SMs
+    expected = (512 * 513 / 2) / (10 * 128 * 128) * (128 / 132)
+    assert steps.prefill_attention_efficiency(512, 32, "H100") == pytest.approx(
+        expected
+    )
+
+
+def test_gemm_floor_is_a_line_through_the_published_points():
+    g = efficiency.gemm_floor("H100")
+    for row in efficiency.table("gemm"):
+        m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+        seconds = 2 * m * n * k / (float(row["tflops"]) * 1e12)
+        nbytes = seconds * float(row["gbps"]) * 1e9
+        line = g.floor_s + nbytes / (g.memory_fraction * 3.35e12)
+        # the worst, 128 x 7168 x 2048, runs 27 % faster than the line
+        assert line == pytest.approx(seconds, rel=0.3)
+    assert "no Ampere measurement" in efficiency.gemm_floor("A100").source
+
+
+def test_every_calibration_row_has_a_source():
+    for name in ("gemm", "attention", "collectives"):
+        assert all(r["source"] for r in efficiency.table(name))
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(weight_dtype="fp5"), "weight_dtype"),
+        (dict(act_dtype="int4"), "act_dtype"),
+        (dict(kv_dtype="int3"), "kv_dtype"),
+        (dict(ep=2, tp=2), "ep"),
+        (dict(dp_attention=True), "dp_attention"),
+        (dict(tp=0), "tp"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, word):
+    with pytest.raises((ValueError, KeyError, TypeError)) as err:
+        steps.decode_step("llama-3-8b", 100, "H100", batch=4, **kwargs)
+    assert word in str(err.value)
+
+
+def test_bad_chunks():
+    with pytest.raises(TypeError, match="chunks"):
+        steps.mixed_step("llama-3-8b", "H100", chunks=[5])
+    with pytest.raises(ValueError, match="decode_batch"):
+        steps.mixed_step("llama-3-8b", "H100")
+    with pytest.raises(ValueError, match="pad_to"):
+        steps.mixed_step("llama-3-8b", "H100", decode_batch=8, pad_to=4)
+
+
+def test_nvfp4_runs_natively_only_on_blackwell():
+    assert steps.compute_dtype("B200", "fp4", "fp4") == "fp4"
+    assert steps.compute_dtype("H100", "fp4", "bf16") == "bf16"  # dequantised, W4A16
+    assert steps.default_act_dtype("B200", "fp4") == "fp4"
+    with pytest.raises(ValueError, match="act_dtype"):
+        steps.decode_step("llama-3-8b", 10, "H100", weight_dtype="fp4", act_dtype="fp4")
+
+
+def test_kv_dtype_extends_the_bounds_and_keeps_their_defaults():
+    from helpers import llm
+
+    assert llm.decode_cost("llama-3-8b", 100, kv_dtype=None) == llm.decode_cost(
+        "llama-3-8b", 100
+    )
+    assert llm.prefill_cost("llama-3-8b", 100, kv_dtype="bf16") == llm.prefill_cost(
+        "llama-3-8b", 100
+    )
+    b16 = inference.max_decode_batch("llama-3-70b", 4096, "H100", n_gpus=8)
+    b8 = inference.max_decode_batch(
+        "llama-3-70b", 4096, "H100", n_gpus=8, kv_dtype="fp8"
+    )
+    assert b8 in (2 * b16, 2 * b16 + 1)
+    lo = inference.decode_step_time(
+        "llama-3-8b", 8000, "H100", batch=64, kv_dtype="fp8"
+    )
+    assert lo < inference.decode_step_time("llama-3-8b", 8000, "H100", batch=64)
+
+
+def test_blackwell_talks_over_nvlink_5_and_gb200_is_priced_without_an_sm_count():
+    from helpers import parallel
+
+    assert parallel.tp_link("B200").name == "NVLink 5 (B200, GB200 NVL72)"
+    assert hardware.get_accelerator("GB200").sm_count is None
+    s = steps.decode_step(
+        "llama-3-70b", 1000, "GB200", batch=32, tp=2, weight_dtype="fp4"
+    )
+    assert s.seconds > 0 and s.parts["tp_comm"] > 0
