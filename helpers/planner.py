@@ -96,7 +96,7 @@ class Candidate:
     dp_attention : bool
         Attention runs data-parallel (one rank per GPU holds whole sequences).
     batch : int
-        Decoding sequences per step, per instance (per rank under EP).
+        Decoding sequences per step at the candidate's rate, per instance (per rank under EP).
     chunk : int
         Prompt tokens per step (aggregated; the token budget is ``batch + chunk``).
     rate : float
@@ -109,6 +109,10 @@ class Candidate:
         Which constraint decides, in words.
     gpus : int
         GPUs used.
+    prefill_tp, prefill_ep : int
+        The prefill pool's layout (disaggregated).
+    batch_cap : int
+        The largest batch the targets and memory allow (the engine's sequence cap).
     """
 
     mode: str
@@ -131,6 +135,7 @@ class Candidate:
     gpus: int
     prefill_tp: int = 1
     prefill_ep: int = 1
+    batch_cap: int = 0
 
     @property
     def label(self) -> str:
@@ -414,6 +419,106 @@ def _aggregated(
 # ---------------------------------------------------------------------------
 
 
+def _smallest_batch(
+    w: _Work,
+    tp: int,
+    ep: int,
+    tokens_per_s: float,
+    chunk: int = 0,
+    prefix: int = 0,
+    cap: int | None = None,
+) -> tuple[int, float, float] | None:
+    """Smallest batch (per instance, or per rank) whose steps emit ``tokens_per_s`` output tokens.
+
+    Returns ``(batch, mean step s, slow step s)``, the slow step at
+    :func:`helpers.serving.tail_context`; ``None`` if no batch up to the
+    memory limit keeps up.
+    """
+    context = inference.mean_decode_context(w.isl, w.osl)
+
+    def step(b: int, ctx: float) -> float:
+        return serving.measured_step_time(
+            w.model, ctx, w.acc, batch=b, chunk=chunk, prefix=prefix, **_opts(w, tp, ep)
+        )
+
+    def enough(b: int) -> bool:
+        return b / step(b, context) >= tokens_per_s * (1 - 1e-9)
+
+    if cap is not None:
+        pass
+    elif w.model.moe is None or ep == 1:
+        cap = inference.max_decode_batch(
+            w.model, context + w.osl, w.acc, n_gpus=tp, dtype=w.dtype
+        )
+    else:
+        per = llm.kv_cache_bytes_per_token(w.model, dtype=w.dtype) * (context + w.osl)
+        cap = int(
+            serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) // per
+        )
+    if cap < 1 or not enough(
+        cap
+    ):  # throughput grows with the batch: if the largest fails, all do
+        return None
+    lo, hi = 0, 1
+    while not enough(hi):
+        lo, hi = hi, min(2 * hi, cap)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid
+    b = hi
+    return b, step(b, context), step(b, serving.tail_context(context, w.context_std, b))
+
+
+def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
+    """(batch, p90 TTFT s, p90 TBT s) of candidate ``c`` serving ``rate`` requests/s."""
+    q = TTFT_QUANTILE
+    uncached = w.isl - w.hit
+    if c.mode == "aggregated":
+        ranks = c.ep if c.ep > 1 else 1
+        per_rank = rate / c.decode_instances / ranks
+        prefix = max(0, uncached - c.chunk) // 2 + w.hit
+        found = _smallest_batch(
+            w, c.tp, c.ep, per_rank * w.osl, chunk=c.chunk, prefix=prefix
+        )
+        if found is None:
+            return c.batch, math.inf, math.inf
+        b, t, t_slow = found
+        service = math.ceil(uncached / c.chunk) * t
+        rho = per_rank * service
+        if rho >= 1:
+            return b, math.inf, t_slow
+        ttft = service + queueing.md1_wait_quantile(service, rho, q)
+        if (
+            rho < 1 - q
+        ):  # fewer than one step in ten carries a chunk: the slow interval is a plain step
+            plain = _smallest_batch(
+                w, c.tp, c.ep, per_rank * w.osl, cap=c.batch_cap or c.batch
+            )
+            t_slow = plain[2] if plain is not None else t_slow
+        return b, ttft, t_slow
+    service, parallel = _prefill_service(w, c.prefill_tp, c.prefill_ep)
+    rho = rate / c.prefill_instances * service / parallel
+    if rho >= 1:
+        return c.batch, math.inf, math.inf
+    ship = _transfer_s(w, c.prefill_size)
+    ttft = service + ship + queueing.md1_wait_quantile(service / parallel, rho, q)
+    ranks = c.ep if c.ep > 1 else 1
+    found = _smallest_batch(
+        w,
+        c.tp,
+        c.ep,
+        rate / c.decode_instances / ranks * w.osl,
+        cap=c.batch_cap or c.batch,
+    )
+    if found is None:
+        return c.batch, ttft, math.inf
+    b, _, t_slow = found
+    return b, ttft, t_slow
+
+
 def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
     out: list[Candidate] = []
     layouts = _sizes(w, n_gpus)
@@ -509,6 +614,14 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
                     break
             if best is not None:
                 out.append(best)
+    # every row's latencies at the rate it serves: its own capacity, or the requested rate
+    timed = []
+    for c in out:
+        b, ttft, tbt = _at_rate(w, c, c.rate)
+        timed.append(
+            replace(c, batch=b, batch_cap=c.batch, ttft_p90_s=ttft, tbt_p90_s=tbt)
+        )
+    out = timed
     out.sort(key=lambda c: (-c.goodput_tokens_per_s_per_gpu, c.gpus))
     return out
 
@@ -703,7 +816,8 @@ def engine_flags(
 ) -> dict[str, str]:
     """Command-line flags (or config keys) that realise ``cand`` in vLLM, SGLang and Dynamo/TensorRT-LLM."""
     kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
-    budget = cand.batch + cand.chunk
+    cap = cand.batch_cap or cand.batch
+    budget = cap + cand.chunk
 
     def vllm_one(tp: int, ep: int, role: str | None, batch: int) -> str:
         par = (
@@ -752,12 +866,10 @@ def engine_flags(
     out = {}
     for name, fn in (("vllm", vllm_one), ("sglang", sglang_one), ("dynamo", trt_one)):
         if cand.mode == "aggregated":
-            out[name] = (
-                f"{cand.decode_instances} x [{fn(cand.tp, cand.ep, None, cand.batch)}]"
-            )
+            out[name] = f"{cand.decode_instances} x [{fn(cand.tp, cand.ep, None, cap)}]"
         else:
             p = fn(cand.prefill_tp, cand.prefill_ep, "prefill", 1)
-            d = fn(cand.tp, cand.ep, "decode", cand.batch)
+            d = fn(cand.tp, cand.ep, "decode", cap)
             out[name] = (
                 f"prefill {cand.prefill_instances} x [{p}]\ndecode {cand.decode_instances} x [{d}]"
             )
@@ -834,6 +946,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _option_for(message: str) -> str:
     for key, opt in (
+        ("no layout", "--ttft/--tbt"),
         ("accelerator", "--gpu"),
         ("model", "--model"),
         ("n_gpus", "--gpus"),
@@ -881,7 +994,10 @@ def main(*, argv: Sequence[str] | None = None) -> int:
             msg += f" (catalog: {', '.join(a.name for a in accelerators())})"
         print(f"error: {_option_for(msg)}: {msg}", file=sys.stderr)
         return 2
-    print(_report(p, args))
+    try:
+        print(_report(p, args))
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`)
+        pass
     return 0
 
 

@@ -318,3 +318,12 @@ def test_engine_goodput_meets_the_targets_at_the_rate_it_returns() -> None:
         "llama-3-8b", "H100", ttft_slo_s=0.6, tbt_slo_s=0.04, **kw
     )
     assert looser >= rate
+
+
+def test_cli_names_the_targets_when_nothing_meets_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = [*BASE]
+    args[args.index("--ttft") + 1] = "0.01"
+    assert planner.main(argv=args) == 2
+    assert capsys.readouterr().err.startswith("error: --ttft/--tbt:")
