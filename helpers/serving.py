@@ -23,6 +23,7 @@ No new cost formula lives here: step times are the roofline bounds of
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -418,17 +419,38 @@ def efficiency_device(
     dtype: str = "bf16",
     terms: Collection[str] = EFFICIENCY_TERMS,
 ) -> Accelerator:
-    """``acc`` derated by the achievable shares that ``terms`` switch on (the datasheet otherwise)."""
+    """``acc`` derated by the achievable shares that ``terms`` switch on (the datasheet otherwise).
+
+    Catalog GPUs are derated once per (GPU, dtype, terms) and the result reused
+    (the planner prices thousands of steps); an :class:`Accelerator` that is not
+    the catalog's own entry is derated afresh every call.
+    """
+    from .hardware import get_accelerator
+
+    chosen = _terms(terms)
+    device = get_accelerator(acc)
+    if get_accelerator(device.name) is device:
+        return _catalog_efficiency_device(device.name, dtype, chosen)
+    return _derate(device, dtype, chosen)
+
+
+def _derate(acc: str | Accelerator, dtype: str, chosen: frozenset[str]) -> Accelerator:
     from .achievable import fractions
     from .roofline import achievable
 
-    chosen = _terms(terms)
     compute, memory = fractions(acc, dtype)
     return achievable(
         acc,
         compute_fraction=compute if "achievable_compute" in chosen else 1.0,
         memory_fraction=memory if "achievable_bandwidth" in chosen else 1.0,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _catalog_efficiency_device(
+    name: str, dtype: str, chosen: frozenset[str]
+) -> Accelerator:
+    return _derate(name, dtype, chosen)
 
 
 def tail_context(mean_context: float, context_std: float, batch: int) -> float:

@@ -299,7 +299,11 @@ def test_published_comparison_has_every_case_with_a_source() -> None:
         "sglang",
     }
     for r in rows:
-        assert r["source"].startswith("https://") and math.isfinite(r["predicted"])
+        assert r["source"].startswith("https://")
+        # a plan that keeps the phases together has no P:D ratio to compare
+        assert math.isfinite(r["predicted"]) or (
+            r["quantity"] == "pd_ratio" and r["planned_mode"] == "aggregated"
+        )
 
 
 def test_engine_goodput_meets_the_targets_at_the_rate_it_returns() -> None:
