@@ -1112,13 +1112,30 @@ def load_deployments() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+OPERATING_POINT = ("decode_batch_per_gpu", "decode_kv_len", "prefill_tokens_per_gpu")
+"""Columns of the deployments file that carry a source's own operating point (empty where unstated)."""
+
+
+def _operating_point(row: dict[str, str]) -> dict[str, int]:
+    """The operating point a deployment's source states (column -> value), unstated ones left out."""
+    out = {}
+    for key in OPERATING_POINT:
+        text = row.get(key, "").strip()
+        if text:
+            out[key] = _validate.positive_int(key, int(text))
+    return out
+
+
 def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     """Predicted per-GPU pool throughputs at a published deployment's own layouts.
 
     ``prefill_input_tokens_per_s_per_gpu``: prompt tokens (cached ones
     included, as DeepSeek counts them) one prefill GPU processes per second at
-    full load; ``decode_output_tokens_per_s_per_gpu``: output tokens one decode
-    GPU emits per second at the largest batch meeting the TBT target;
+    full load, one prompt per rank at a time unless the source states its
+    tokens per GPU per forward (:data:`OPERATING_POINT`);
+    ``decode_output_tokens_per_s_per_gpu``: output tokens one decode GPU emits
+    per second at the source's stated batch and KV length, or else at the
+    largest batch meeting the TBT target;
     ``requests_per_s_per_gpu``: what the published P:D split serves within both
     targets; ``pd_ratio``: the planner's best split on the same GPUs.
     """
@@ -1141,8 +1158,32 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     ptp, pep = _layout(row["prefill_layout"])
     dtp, dep = _layout(row["decode_layout"])
     service, parallel = _prefill_service(w, ptp, pep)
+    prefill_tps = parallel / service * isl / (ptp * pep)
     rp, _, _ = _prefill_pool(w, ptp, pep)
     rd, _, _, _ = _decode_pool(w, dtp, dep)
+    decode_tps = rd * osl / (dtp * dep)
+    stated = _operating_point(row)
+    if "prefill_tokens_per_gpu" in stated and pep > 1:
+        # the source's own forward: that many prompt tokens per rank at once
+        prompts = max(1, stated["prefill_tokens_per_gpu"] // isl)
+        t = serving.measured_step_time(
+            m,
+            0,
+            acc,
+            batch=0,
+            chunk=prompts * (isl - hit),
+            prefix=hit,
+            prompts=prompts,
+            **_opts(w, ptp, pep),
+        )
+        prefill_tps = prompts * isl / t
+    if "decode_batch_per_gpu" in stated and dep > 1:
+        # the source's own decode batch and KV length, not the planner's cap
+        b = stated["decode_batch_per_gpu"]
+        ctx = stated.get("decode_kv_len", inference.mean_decode_context(isl, osl))
+        decode_tps = b / serving.measured_step_time(
+            m, ctx, acc, batch=b, **_opts(w, dtp, dep)
+        )
     pg, dg = int(row["prefill_gpus"]), int(row["decode_gpus"])
     n_p, n_d = pg // (ptp * pep), dg // (dtp * dep)
     best = plan(
@@ -1157,8 +1198,8 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
         dtype=row["dtype"],
     ).best
     return {
-        "prefill_input_tokens_per_s_per_gpu": parallel / service * isl / (ptp * pep),
-        "decode_output_tokens_per_s_per_gpu": rd * osl / (dtp * dep),
+        "prefill_input_tokens_per_s_per_gpu": prefill_tps,
+        "decode_output_tokens_per_s_per_gpu": decode_tps,
         "requests_per_s_per_gpu": min(n_p * rp, n_d * rd) / (pg + dg),
         # no split to compare when the plan keeps both phases together
         "pd_ratio": best.prefill_gpus / best.decode_gpus

@@ -505,6 +505,67 @@ def _ep_comm(
     return moe_layers * (d + c)
 
 
+MLA_CORE_DTYPE = "bf16"
+"""Precision of the MLA core (scores and weighted latents) in DeepSeek's serving.
+
+DeepSeek's inference system overview (open-infra-index, Day 6, March 2025)
+and the V3 report (arXiv:2412.19437, section 3.3) keep the core MLA
+computation and the combine in BF16 while the matmuls and the dispatch run in
+FP8; FlashMLA, the decode kernel, is BF16. So an fp8 model's attention FLOP
+run at the 16-bit peak.
+"""
+
+TBO_SOURCE = "https://lmsys.org/blog/2025-05-05-large-scale-ep"
+"""LMSYS / SGLang blog, 'Deploying DeepSeek with PD Disaggregation and Large-scale
+Expert Parallelism on 96 H100 GPUs' (May 2025), section 'Ablation Study: Two-batch Overlap'."""
+
+TBO_SPEEDUP: dict[str, float] = {"decode": 1.255, "prefill": 1.27}
+"""Measured two-batch-overlap speedup over the same step run without it.
+
+From :data:`TBO_SOURCE` (H100, DeepSeek-V3, EP72 decode / EP32 prefill):
+decode 25.5 % at 256 tokens per GPU (22,310 against the no-overlap run);
+prefill "27 % to 35 %" at the same tokens per GPU, of which the low end is
+taken. Overlap hides only this much of compute plus all-to-all, not the
+whole shorter term that ``max(compute, comm)`` assumes.
+"""
+
+TBO_MIN_DECODE_TOKENS = 128
+"""Tokens per GPU from which two-batch overlap pays in decode.
+
+:data:`TBO_SOURCE`: the decode speedup is "contingent on batch size
+exceeding a threshold between 64 and 128 tokens"; below it overlap gave
+nothing or lost (-27 % at 32 tokens), so an engine runs such steps without
+it. The upper end of the range is taken.
+"""
+
+
+def two_batch_overlap(
+    compute_s: float, comm_s: float, *, tokens: int, decode: bool
+) -> float:
+    """Seconds of an expert-parallel step whose compute and all-to-alls take ``compute_s`` and ``comm_s`` apart.
+
+    Without overlap they add up. With two-batch overlap the step is the sum
+    divided by the measured speedup (:data:`TBO_SPEEDUP`), never shorter
+    than the longer of the two; decode steps of fewer than
+    :data:`TBO_MIN_DECODE_TOKENS` tokens per GPU run without it.
+
+    >>> two_batch_overlap(0.02, 0.0, tokens=256, decode=True)
+    0.02
+    >>> round(two_batch_overlap(0.03, 0.03, tokens=64, decode=True), 3)
+    0.06
+    >>> round(two_batch_overlap(0.03, 0.03, tokens=256, decode=True), 4)
+    0.0478
+    """
+    compute_s = _validate.non_negative("compute_s", compute_s)
+    comm_s = _validate.non_negative("comm_s", comm_s)
+    tokens = _validate.non_negative_int("tokens", tokens)
+    total = compute_s + comm_s
+    if comm_s == 0 or (decode and tokens < TBO_MIN_DECODE_TOKENS):
+        return total
+    speedup = TBO_SPEEDUP["decode" if decode else "prefill"]
+    return max(compute_s, comm_s, total / speedup)
+
+
 def measured_step_time(
     model: str | ModelConfig,
     context: float,
@@ -518,6 +579,7 @@ def measured_step_time(
     ep: int = 1,
     ep_link: str | Link = "cx7",
     terms: Collection[str] = EFFICIENCY_TERMS,
+    prompts: int = 1,
 ) -> float:
     """Seconds of one step at measured efficiency: ``batch`` decoding sequences and a ``chunk`` of prompt.
 
@@ -532,9 +594,12 @@ def measured_step_time(
     non-expert weights whole and ``1/ep`` of the routed experts. Its bytes are
     the non-expert weights, its share of the experts that all ranks' tokens
     touch (:func:`helpers.llm.expected_experts_touched`), and its sequences'
-    KV caches; its FLOP those of its own tokens. The all-to-alls
-    (:func:`_ep_comm`) run beside compute, as DeepSeek's two-micro-batch
-    overlap arranges, so the step is the longer of the two.
+    KV caches; its FLOP those of its own tokens, the MLA core's at the
+    16-bit rate (:data:`MLA_CORE_DTYPE`). The all-to-alls
+    (:func:`_ep_comm`) overlap compute only as much as two-batch overlap
+    was measured to hide (:func:`two_batch_overlap`); a rank's ``chunk`` may
+    hold ``prompts`` equal prompts, each after ``prefix`` cached tokens
+    (prefill at a published tokens-per-GPU batch).
     ``context`` may be fractional (a mean).
     """
     m = get_model(model)
@@ -543,8 +608,17 @@ def measured_step_time(
     chunk = _validate.non_negative_int("chunk", chunk)
     tp = _validate.positive_int("tp", tp)
     ep = _validate.positive_int("ep", ep)
+    prompts = _validate.positive_int("prompts", prompts)
     if batch == 0 and chunk == 0:
         raise ValueError("batch and chunk cannot both be 0")
+    if prompts > 1 and (m.moe is None or ep == 1):
+        raise ValueError(
+            "prompts: several prompts per chunk are priced for MoE ranks only"
+        )
+    if chunk and chunk < prompts:
+        raise ValueError(
+            f"prompts: {prompts} prompts need at least as many chunk tokens, got {chunk}"
+        )
     device = efficiency_device(acc, dtype=dtype, terms=chosen)
     floor = step_floor_time(m, acc) if "step_floor" in chosen else 0.0
     ctx = int(round(_validate.non_negative("context", context)))
@@ -570,16 +644,28 @@ def measured_step_time(
     if tp != 1:
         raise ValueError("tp must be 1 with ep > 1: attention runs data-parallel")
     flops = 0.0
+    attn = 0.0  # the MLA core's share of flops
     kv = 0.0
     if batch:
         dec = decode_cost(m, ctx, batch=batch, dtype=dtype)
         flops += dec.flops
+        attn += batch * float(attention_flops(m, ctx + 1, absorbed=True))
         kv += dec.bytes - weights_read_bytes(m, batch, dtype=dtype)
     if chunk:
-        flops += prefill_cost(m, chunk, dtype=dtype).flops + float(
-            attention_flops(m, chunk * prefix)
-        )
-        kv += (prefix + chunk) * kv_cache_bytes_per_token(m, dtype=dtype)
+        each = chunk // prompts
+        sizes = [
+            each + (1 if i < chunk - each * prompts else 0) for i in range(prompts)
+        ]
+        for n in sizes:
+            pairs = n * (n + 1) / 2 + n * prefix
+            flops += prefill_cost(m, n, dtype=dtype).flops + float(
+                attention_flops(m, n * prefix)
+            )
+            attn += float(attention_flops(m, pairs))
+        kv += (prompts * prefix + chunk) * kv_cache_bytes_per_token(m, dtype=dtype)
+    if m.mla is not None:
+        # the MLA core runs at the 16-bit rate whatever the matmuls' precision
+        flops += attn * (device.flops(dtype) / device.flops(MLA_CORE_DTYPE) - 1.0)
     tokens = batch + chunk
     weights = (
         weights_read_bytes(m, 0, dtype=dtype)
@@ -593,7 +679,9 @@ def measured_step_time(
 
         link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
         comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
-    return max(parts.seconds, comm) + floor
+    return (
+        two_batch_overlap(parts.seconds, comm, tokens=tokens, decode=chunk == 0) + floor
+    )
 
 
 def moe_rank_kv_bytes(

@@ -331,3 +331,25 @@ def test_cli_names_the_targets_when_nothing_meets_them(
     args[args.index("--ttft") + 1] = "0.01"
     assert planner.main(argv=args) == 2
     assert capsys.readouterr().err.startswith("error: --ttft/--tbt:")
+
+
+def test_published_pools_are_priced_at_the_sources_operating_point() -> None:
+    """SGLang's decode row: 256 sequences per GPU at KV length 2,000, as its blog states, not the planner's cap."""
+    row = next(
+        r for r in planner.load_deployments() if r["case"] == "sglang-96h100-decode"
+    )
+    assert row["decode_batch_per_gpu"] == "256" and row["decode_kv_len"] == "2000"
+    assert "https://" in row["operating_point_source"]
+    got = planner.pool_throughputs(row)["decode_output_tokens_per_s_per_gpu"]
+    step = serving.measured_step_time(
+        "deepseek-v3", 2000, "H100", batch=256, dtype="fp8", ep=72
+    )
+    assert got == pytest.approx(256 / step)
+    blank = dict(
+        row, decode_batch_per_gpu="", decode_kv_len="", prefill_tokens_per_gpu=""
+    )
+    assert planner.pool_throughputs(blank)[
+        "decode_output_tokens_per_s_per_gpu"
+    ] != pytest.approx(got)
+    with pytest.raises(ValueError, match="decode_batch_per_gpu"):
+        planner.pool_throughputs(dict(row, decode_batch_per_gpu="0"))
