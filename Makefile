@@ -295,3 +295,21 @@ bench: setup
 
 clean:
 	rm -rf _build
+
+# The scoreboard (#35): AIConfigurator and MLSys·im beside the book's model on the validation points.
+# They live in their own venv (never .venv, never make book); the tools' step is slow (tens of
+# minutes), the book's column is refreshed in seconds. Writes helpers/data/published/scoreboard.csv.
+SCOREBOARD_VENV := .venv-scoreboard
+.PHONY: scoreboard scoreboard-book
+$(SCOREBOARD_VENV)/.installed: requirements-scoreboard.txt
+	test -x $(SCOREBOARD_VENV)/bin/python || $(PYTHON) -m venv $(SCOREBOARD_VENV)
+	$(SCOREBOARD_VENV)/bin/python -m pip install -q -r requirements-scoreboard.txt
+	touch $@
+
+scoreboard: $(SCOREBOARD_VENV)/.installed $(BOOK_STAMP)
+	$(BIN)/python tools/scoreboard.py book
+	$(SCOREBOARD_VENV)/bin/python tools/scoreboard.py tools
+	$(BIN)/python tools/scoreboard.py book
+
+scoreboard-book: $(BOOK_STAMP)
+	$(BIN)/python tools/scoreboard.py book

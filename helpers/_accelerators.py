@@ -135,6 +135,7 @@ what the driver reports, and ``memory_capacity`` is that figure.
 _ACCELERATORS: tuple[Accelerator, ...] = (
     Accelerator(
         name="T4",
+        generation="Turing",
         peak_flops={"fp32": 8.1 * TERA, "fp16": 65 * TERA, "int8": 130 * TERA},
         memory_bandwidth=320 * GIGA,
         memory_capacity=15_360 * MIB,
@@ -157,6 +158,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="V100 SXM2",
+        generation="Volta",
         peak_flops={"fp32": 15.7 * TERA, "fp16": 125 * TERA},
         memory_bandwidth=900 * GIGA,
         memory_capacity=32 * GIB,
@@ -177,6 +179,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 40GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=1555 * GIGA,
         memory_capacity=40 * GIB,
@@ -192,6 +195,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A100 SXM4 80GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
@@ -207,6 +211,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A800 SXM4 80GB",
+        generation="Ampere",
         peak_flops=_AMPERE_PEAKS,
         memory_bandwidth=2039 * GIGA,
         memory_capacity=80 * GIB,
@@ -223,6 +228,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H100 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
@@ -242,6 +248,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H800 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=3.35e12,
         memory_capacity=80 * GIB,
@@ -261,6 +268,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H200 SXM",
+        generation="Hopper",
         peak_flops=_HOPPER_PEAKS,
         memory_bandwidth=4.8e12,
         memory_capacity=141 * GIB,
@@ -280,6 +288,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="H20",
+        generation="Hopper",
         peak_flops={
             "fp16": 148 * TERA,
             "bf16": 148 * TERA,
@@ -294,13 +303,14 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "publishes no public datasheet; figures as tabulated in the attention-offloading "
             "(Lamina) paper, Chen et al. 2024, Table 1. Dense. No SM count, L2 size or "
             "non-tensor rate: NVIDIA publishes none, and third-party reports (78 SMs, 60 MB) are "
-            "unverified, so these are None. No host link either: no datasheet names it."
+            "unverified, so the tables say not published. No host link either: no datasheet names it."
         ),
         aliases=("nvidia h20",),
         torch_names=(r"\bh20\b",),
     ),
     Accelerator(
         name="L4",
+        generation="Ada",
         peak_flops={
             "fp32": 30.3 * TERA,
             "tf32": 60 * TERA,
@@ -335,6 +345,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="A10G",
+        generation="Ampere",
         peak_flops={"fp32": 31.52 * TERA, "fp16": 70 * TERA, "bf16": 70 * TERA},
         memory_bandwidth=600 * GIGA,
         memory_capacity=23_028 * MIB,
@@ -363,6 +374,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="RTX 4090",
+        generation="Ada",
         peak_flops={
             "fp32": 82.6 * TERA,
             "tf32": 82.6 * TERA,
@@ -392,6 +404,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="B200 SXM",
+        generation="Blackwell",
         peak_flops=_B200_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=180 * GIB,
@@ -418,6 +431,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="B300 SXM",
+        generation="Blackwell",
         peak_flops=_B300_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=288 * GIB,
@@ -430,7 +444,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "per GPU (Blackwell Ultra raised dense FP4 by about half, so sparsity no longer doubles it). "
             "Blackwell Ultra cut INT8 to a few POPS per board, so no int8 figure is kept. 288 GB "
             "HBM3e (2.3 TB per board) at 8 TB/s (NVIDIA's Blackwell Ultra technical blog). Host "
-            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet, so None."
+            "link PCIe 6.0 x16 (same blog). No SM count or L2 size on the datasheet, so the tables say not published."
         ),
         aliases=("b300", "hgx b300", "nvidia b300"),
         torch_names=(r"\bb300\b",),
@@ -440,6 +454,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="GB200 (per GPU)",
+        generation="Blackwell",
         peak_flops=_GB200_PEAKS,
         memory_bandwidth=8e12,
         memory_capacity=186 * GIB,
@@ -455,7 +470,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "576 TB/s per rack: 186 GB and 8 TB/s per GPU (the driver reports 186 GB, MLPerf v6.1 "
             "GB200-186GB systems). Host link NVLink-C2C to the superchip's Grace CPU (not PCIe); "
             "its LPDDR5X (480 GB per Grace, 512 GB/s) is a memory tier, see GB200_NVL72. No SM "
-            "count or L2 size on the page, so None."
+            "count or L2 size on the page, so the tables say not published."
         ),
         aliases=("gb200", "nvidia gb200", "gb200 nvl72"),
         torch_names=(r"\bgb200\b",),
@@ -464,6 +479,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="MI300X",
+        generation="CDNA 3",
         peak_flops=_MI300_PEAKS,
         memory_bandwidth=5.3e12,
         memory_capacity=192 * GIB,
@@ -473,7 +489,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "and 'with structured sparsity' (2x); kept: FP16/BF16 1,307.4, FP8 2,614.9, TF32 "
             "653.7, FP32 matrix 163.4 TFLOP/s, INT8 2,614.9 TOPS. No FP4 on CDNA 3. 192 GB HBM3 "
             "at 5.3 TB/s. 304 compute units (AMD's SM) with 4 MB of L2 per XCD (32 MB) and a "
-            "256 MB Infinity Cache as last level (ROCm GPU specifications): l2_bytes is None since "
+            "256 MB Infinity Cache as last level (ROCm GPU specifications): the L2 column says not published since "
             "neither is one shared L2 like NVIDIA's. Host link PCIe 5.0 x16 (datasheet); seven "
             "Infinity Fabric links to peer GPUs."
         ),
@@ -486,6 +502,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
     ),
     Accelerator(
         name="MI325X",
+        generation="CDNA 3",
         peak_flops=_MI300_PEAKS,
         memory_bandwidth=6e12,
         memory_capacity=256 * GIB,
@@ -494,7 +511,7 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "AMD CDNA 3 with the MI300X's compute (same dense peaks: FP16/BF16 1,307.4, FP8 "
             "2,614.9 TFLOP/s; 2x with structured sparsity) and 256 GB of HBM3E at 6 TB/s. No FP4. "
             "304 compute units; 32 MB L2 and 256 MB Infinity Cache, as on the MI300X (ROCm GPU "
-            "specifications); l2_bytes is None, as on the MI300X. Host link PCIe 5.0 x16."
+            "specifications); the L2 column says not published, as on the MI300X. Host link PCIe 5.0 x16."
         ),
         aliases=("amd mi325x", "instinct mi325x"),
         torch_names=(r"mi325x",),

@@ -84,6 +84,12 @@ class Accelerator:
         memory (``"PCIe 3.0 x16"`` on a T4): the datasheet's "PCIe Gen3/4/5"
         system-interface line (``source``, unless ``notes`` names another);
         what a host-to-device copy crosses. ``None`` where no datasheet says.
+    generation : str
+        The GPU's architecture generation as its vendor names it (``"Hopper"``,
+        ``"Blackwell"``, ``"CDNA 3"``): what per-generation constants such as
+        :data:`helpers.dispatch.KERNEL_FLOOR_S` are looked up by. Every catalog
+        entry names one; ``""`` (the default) for a device built by hand or
+        measured (a CPU), which has none.
     """
 
     name: str
@@ -99,8 +105,11 @@ class Accelerator:
     vector_peak_flops: Mapping[str, float] = field(default_factory=dict)
     whitepaper: str = ""
     host_link: str | None = None
+    generation: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.generation, str):
+            raise TypeError(f"generation must be a str, got {self.generation!r}")
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
         _validate.positive("memory_capacity", self.memory_capacity)
         if not self.peak_flops:

@@ -36,14 +36,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
 from . import _validate, steps
-from .hardware import GIB, Accelerator, Link, get_accelerator
+from .hardware import GIB, Accelerator, Link
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
 
@@ -125,7 +125,9 @@ class EnginePreset:
 
 _VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
 _SGLANG_GRAPHS = (1, 2, 4, *range(8, 161, 8))
-_TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
+_TRT_GRAPHS: tuple[
+    int, ...
+] = ()  # enable_padding is off by default: no batch is padded
 
 PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
     {
@@ -184,9 +186,10 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
         "trtllm": EnginePreset(
             "trtllm",
             "0.20",
-            "tensorrt_llm/llmapi: BuildConfig max_num_tokens 8192, max_batch_size 2048; "
-            "KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32; CapacitySchedulerPolicy "
-            "GUARANTEED_NO_EVICT; https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
+            "tensorrt_llm/llmapi/llm_args.py: max_batch_size 2048, max_num_tokens 8192; KvCacheConfig "
+            "tokens_per_block 32, free_gpu_memory_fraction 0.9; CudaGraphConfig enable_padding False; "
+            "CapacitySchedulerPolicy GUARANTEED_NO_EVICT; "
+            "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
             8192,
             8192,
             2048,
@@ -247,6 +250,22 @@ class Capacity:
     kv_bytes: float
 
 
+def _dense_mlp_params(m: ModelConfig) -> float:
+    """Parameters of the MLPs every token runs: dense layers' MLPs and shared experts."""
+    gates = 3 if m.gated_mlp else 2
+    if m.moe is None:
+        return m.n_layers * gates * m.d_model * (m.d_ff or 0)
+    dense = m.moe.first_dense_layers * gates * m.d_model * (m.d_ff or 0)
+    shared = (
+        (m.n_layers - m.moe.first_dense_layers)
+        * m.moe.n_shared
+        * gates
+        * m.d_model
+        * m.moe.d_ff_expert
+    )
+    return dense + shared
+
+
 def _kv_per_token_per_gpu(
     m: ModelConfig, kv_dtype: str, tp: int, dp_attention: bool
 ) -> float:
@@ -275,7 +294,8 @@ def kv_capacity(
     """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
 
     Per GPU, with ``memory_rule`` ``'total'`` (vLLM): ``memory_fraction *
-    capacity`` less the weights it stores (``param_count * bytes / tp``; with
+    capacity`` less the weights it stores (``param_count * bytes / tp``, the
+    embedding and LM-head tables in 16 bits whatever ``weight_dtype``; with
     ``dp_attention`` the attention weights whole on every GPU), less the
     activation peak of a full-budget step (the widest layer's input and
     output for every budget token, and fp32 logits for every sequence), less
@@ -292,7 +312,7 @@ def kv_capacity(
     (True, 1024)
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     w = _validate.name("weight_dtype", weight_dtype)
@@ -321,16 +341,24 @@ def kv_capacity(
         if memory_fraction is None
         else _validate.fraction("memory_fraction", memory_fraction)
     )
-    weights = param_count(m) * wb / tp
+    tables = m.vocab_size * m.d_model * (1 if m.tied_embeddings else 2)  # 16-bit
+    weights = ((param_count(m) - tables) * wb + tables * 2.0) / tp
     if dp_attention:
         weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
+        # and the LM head whole (it runs on each GPU's own sequences, see steps)
+        weights += m.vocab_size * m.d_model * 2.0 * (1 - 1 / tp)
+        # and the dense MLPs and shared experts whole (they run on each GPU's own tokens)
+        weights += _dense_mlp_params(m) * wb * (1 - 1 / tp)
     widest = max(
         m.d_ff if m.moe is None else max(m.d_ff, m.moe.d_ff_expert * m.moe.top_k),
         m.d_model,
     )
     act = (
         budget * (2 * widest / tp + 4 * m.d_model) * 2.0
-        + seqs * m.vocab_size * 4.0 / tp
+        + seqs
+        * m.vocab_size
+        * 4.0
+        / tp  # logits: 1/tp of the vocab, or 1/tp of the seqs
     )
     capacity = device.memory_capacity
     if pre.memory_rule == "static":
@@ -380,6 +408,8 @@ class ServeResult:
         Requests evicted and recomputed because the KV cache filled.
     peak_batch : int
         The most sequences that ran in one iteration (one replica).
+    gpus : int
+        GPUs in the deployment, ``tp * replicas``.
     """
 
     output_tokens_per_s: float
@@ -395,6 +425,12 @@ class ServeResult:
     iterations: int = 0
     preemptions: int = 0
     peak_batch: int = 0
+    gpus: int = 1
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        """``output_tokens_per_s / gpus``: what one GPU of the deployment delivers."""
+        return self.output_tokens_per_s / self.gpus
 
 
 class _Sim:
@@ -402,17 +438,17 @@ class _Sim:
 
     def __init__(
         self,
-        p: steps._Pricer,
+        p: steps.Pricer,
         pre: EnginePreset,
         cap: Capacity,
-        input_len: int,
-        output_len: int,
+        input_len: int | np.ndarray,
+        output_len: int | np.ndarray,
     ) -> None:
         self.p = p
         self.pre = pre
         self.cap = cap
-        self.I = input_len
-        self.O = output_len
+        self.inputs = np.atleast_1d(np.asarray(input_len, dtype=np.int64))
+        self.outputs = np.atleast_1d(np.asarray(output_len, dtype=np.int64))
         max_tokens = max(cap.token_budget, 1) + cap.max_seqs
         self.grid, self.lin = steps.token_table(p, max_tokens)
         # head (lm_head + sampling) is linear in seqs beyond small counts: tabulate too
@@ -428,6 +464,8 @@ class _Sim:
         return float(np.interp(rows, self.grid, self.lin))
 
     def pad(self, b: int) -> int:
+        if not len(self.graph_sizes):
+            return b
         i = int(np.searchsorted(self.graph_sizes, b))
         return int(self.graph_sizes[i]) if i < len(self.graph_sizes) else b
 
@@ -466,7 +504,10 @@ class _Sim:
 
         A closed-loop client sends its next request when one finishes.
         """
-        I, O = self.I, self.O
+        ids = np.arange(n_requests)
+        i_req = self.inputs[ids % len(self.inputs)]
+        o_req = self.outputs[ids % len(self.outputs)]
+        self.i_req, self.o_req = i_req, o_req
         bs = self.pre.block_size
         cap_tokens = self.cap.kv_tokens
         max_seqs = self.cap.max_seqs
@@ -492,6 +533,25 @@ class _Sim:
         fin_heap: list[tuple[int, int]] = []
         kv_sum = 0.0  # cached tokens of the decoding sequences
         blocks_used = 0
+        length = np.zeros(n_requests, dtype=np.int64)  # tokens whose KV is stored
+        held = np.zeros(n_requests, dtype=np.int64)  # KV blocks each request holds
+        is_dec = np.zeros(n_requests, dtype=bool)
+
+        def grow(steps_: int) -> int:
+            """Decoders store ``steps_`` more tokens each; blocks newly taken."""
+            length[is_dec] += steps_
+            need = -(-length[is_dec] // bs)
+            extra = np.maximum(need - held[is_dec], 0)
+            held[is_dec] += extra
+            return int(extra.sum())
+
+        def release(rid: int) -> int:
+            freed = int(held[rid])
+            held[rid] = 0
+            length[rid] = 0
+            is_dec[rid] = False
+            return freed
+
         reserve = self.pre.reserve_output
         now = 0.0
         it = 0
@@ -507,7 +567,8 @@ class _Sim:
 
         def need_blocks(rid: int) -> int:
             g = int(gen0[rid])
-            return blocks_of(I + g + int(math.ceil(reserve * (O - g))))
+            i, o = int(i_req[rid]), int(o_req[rid])
+            return blocks_of(i + g + int(math.ceil(reserve * (o - g))))
 
         cap_blocks = cap_tokens // bs
         order = np.argsort(arrive, kind="stable") if closed_loop is None else None
@@ -535,11 +596,12 @@ class _Sim:
                     break
                 waiting.popleft()
                 prefilling.append(rid)
+                held[rid] = nb
                 blocks_used += nb
                 running += 1
             peak = max(peak, running)
             if not decoding and not prefilling:
-                if waiting and blocks_used == 0:
+                if waiting:
                     raise ValueError(
                         f"input_len + output_len: one request needs {need_blocks(waiting[0]) * bs} KV tokens, "
                         f"the engine holds {cap_tokens}"
@@ -580,8 +642,7 @@ class _Sim:
                 busy_seq_time += b * total
                 now += total
                 kv_sum += k * b
-                if reserve < 1.0:
-                    blocks_used += -(-(k * b) // bs)
+                blocks_used += grow(k)
                 it += k
                 out_tokens += k * b
                 trace_t.append(now)
@@ -593,7 +654,7 @@ class _Sim:
                 for rid in prefilling:
                     if left <= 0:
                         break
-                    rest = I + int(gen0[rid]) - int(done_prefill[rid])
+                    rest = int(i_req[rid]) + int(gen0[rid]) - int(done_prefill[rid])
                     c = min(rest, left)
                     chunks.append((c, int(done_prefill[rid])))
                     left -= c
@@ -607,8 +668,7 @@ class _Sim:
                 now += step
                 it += 1
                 kv_sum += b
-                if reserve < 1.0:
-                    blocks_used += -(-b // bs)
+                blocks_used += grow(1)
                 out_tokens += b + len(finishing)
                 for (c, _), rid in zip(chunks, list(prefilling)):
                     done_prefill[rid] += c
@@ -616,18 +676,20 @@ class _Sim:
                     prefilling.remove(rid)
                     if math.isnan(first[rid]):
                         first[rid] = now
-                    left_to_decode = O - int(gen0[rid]) - 1
+                    left_to_decode = int(o_req[rid]) - int(gen0[rid]) - 1
                     if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
-                        blocks_used -= need_blocks(rid)
+                        blocks_used -= release(rid)
                         if closed_loop is not None and sent < n_requests:
                             arrive[sent] = now
                             sent += 1
                         continue
                     decoding[rid] = it + left_to_decode
                     heapq.heappush(fin_heap, (it + left_to_decode, rid))
-                    kv_sum += I + int(gen0[rid]) + 1
+                    kv_sum += int(i_req[rid]) + int(gen0[rid]) + 1
+                    is_dec[rid] = True
+                    length[rid] = int(i_req[rid]) + int(gen0[rid])
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
@@ -638,21 +700,20 @@ class _Sim:
                 del decoding[rid]
                 finish[rid] = now
                 completed += 1
-                kv_sum -= I + O
-                blocks_used -= blocks_of(I + O) if reserve < 1.0 else need_blocks(rid)
+                kv_sum -= int(i_req[rid]) + int(o_req[rid])
+                blocks_used -= release(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
                     sent += 1
-            blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
                 rid = next(
                     reversed(decoding)
                 )  # the latest to join (its heap entry goes stale)
                 end = decoding.pop(rid)
-                gen = O - (end - it)
-                kv_sum -= I + gen
-                blocks_used -= blocks_of(I + gen)
+                gen = int(o_req[rid]) - (end - it)
+                kv_sum -= int(i_req[rid]) + gen
+                blocks_used -= release(rid)
                 done_prefill[rid] = 0
                 gen0[rid] = gen
                 waiting.appendleft(rid)
@@ -723,6 +784,18 @@ def _percentiles(values: np.ndarray) -> tuple[float, float]:
     return float(np.median(v)), float(np.percentile(v, 90))
 
 
+def _lengths(name: str, value: int | Sequence[int]) -> np.ndarray:
+    """``value`` as a non-empty array of whole numbers >= 1, errors naming ``name``."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a whole number or a sequence of them, got {value!r}"
+        )
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    if not items:
+        raise ValueError(f"{name} must not be empty")
+    return np.array([_validate.positive_int(name, v) for v in items], dtype=np.int64)
+
+
 def serve(
     model: str | ModelConfig,
     acc: str | Accelerator,
@@ -731,8 +804,8 @@ def serve(
     replicas: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str | None = None,
-    input_len: int,
-    output_len: int,
+    input_len: int | Sequence[int],
+    output_len: int | Sequence[int],
     requests: int | None = None,
     concurrency: int | None = None,
     rate: float | None = None,
@@ -745,6 +818,7 @@ def serve(
     memory_fraction: float | None = None,
     seed: int = 0,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -760,14 +834,18 @@ def serve(
     weight_dtype, kv_dtype, act_dtype : str
         Precision of the weights, the KV cache (``None``: 16-bit) and the
         GEMM inputs (``None``: :func:`helpers.steps.default_act_dtype`).
-    input_len, output_len : int
-        Prompt and generated tokens per request.
+    input_len, output_len : int or sequence of int
+        Prompt and generated tokens per request; sequences give request
+        ``i`` the ``i``-th length, cycling (a workload's length mix: the
+        TTFT and TPOT percentiles then spread over it).
     requests : int or None
         Requests to serve. Alone: all arrive at once (an offline batch);
         throughput is tokens over the makespan, ramp-down included.
     concurrency : int or None
         Clients each sending their next request as soon as one finishes.
-        Without ``requests``: steady state.
+        Without ``requests``: steady state. The clients start together, as
+        benchmark tools' do, so with one fixed length their requests stay in
+        step (a cohort prefills together; TTFT is that cohort's prefill).
     rate : float or None
         Poisson arrivals per second (all replicas); ``requests`` defaults to 500.
     engine : str or EnginePreset
@@ -779,19 +857,31 @@ def serve(
     link : str, Link or None
         What the replica's collectives cross: ``"auto"`` (:func:`helpers.parallel.tp_link`),
         a link, or ``None`` (no communication).
+    gemm_overlap : float
+        Inside-GEMM overlap sensitivity, 0 to 1 (:func:`helpers.steps.pricer`).
     seed : int
         Seed of the Poisson arrivals.
 
     With none of ``requests``, ``concurrency`` and ``rate``: full load, the
-    engine's largest batch (memory or ``max_num_seqs``) kept full, in steady state.
+    engine's largest batch kept full, in steady state: as many closed-loop
+    clients as ``max_num_seqs`` or as the KV cache holds sequences of the mean
+    length ``input_len + output_len / 2`` (:attr:`ServeResult.max_batch`),
+    whichever is smaller. Steady-state rates and latencies are measured
+    between the first wave's end and the last request's arrival (warm-up and
+    ramp-down left out); with ``requests`` every request counts and the rate
+    is tokens over the makespan.
+
+    Returns
+    -------
+    ServeResult
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     replicas = _validate.positive_int("replicas", replicas)
-    input_len = _validate.positive_int("input_len", input_len)
-    output_len = _validate.positive_int("output_len", output_len)
+    inputs = _lengths("input_len", input_len)
+    outputs = _lengths("output_len", output_len)
     if rate is not None and concurrency is not None:
         raise ValueError("rate and concurrency: give one of them, not both")
     p = steps.pricer(
@@ -804,6 +894,7 @@ def serve(
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
         link=link,
+        gemm_overlap=gemm_overlap,
     )
     cap = kv_capacity(
         m,
@@ -818,15 +909,20 @@ def serve(
         max_seqs=max_seqs,
         memory_fraction=memory_fraction,
     )
-    if cap.kv_tokens < input_len + output_len:
+    longest = (
+        int(np.max(inputs + outputs))
+        if len(inputs) == len(outputs)
+        else (int(inputs.max() + outputs.max()))
+    )
+    if cap.kv_tokens < longest:
         raise ValueError(
             f"tp: the weights leave room for {cap.kv_tokens} KV tokens per replica on {tp} x {device.name}, "
-            f"fewer than one request's {input_len + output_len}"
+            f"fewer than one request's {longest}"
         )
-    per_seq = input_len + math.ceil(output_len / 2)
-    mem_batch = max(1, cap.kv_tokens // per_seq)
+    per_seq = float(inputs.mean()) + math.ceil(float(outputs.mean()) / 2)
+    mem_batch = max(1, int(cap.kv_tokens // per_seq))
     max_batch = min(cap.max_seqs, mem_batch)
-    sim = _Sim(p, pre, cap, input_len, output_len)
+    sim = _Sim(p, pre, cap, inputs, outputs)
     closed: int | None = None
     arrivals = np.zeros(0)
     steady = False
@@ -859,11 +955,8 @@ def serve(
         and isinstance(finish, np.ndarray)
     )
     ttft = first - arrive
-    tpot = (
-        (finish - first) / max(output_len - 1, 1)
-        if output_len > 1
-        else np.zeros_like(first)
-    )
+    o_req = sim.o_req
+    tpot = np.where(o_req > 1, (finish - first) / np.maximum(o_req - 1, 1), 0.0)
     now = float(out["now"])  # type: ignore[arg-type]
     if steady:
         assert closed is not None
@@ -881,9 +974,9 @@ def serve(
             sel = np.ones(n, dtype=bool)
         ttft_sel, tpot_sel = ttft[sel], tpot[sel]
     else:
-        out_rate = n * output_len / now
+        out_rate = float(o_req.sum()) / now
         ttft_sel, tpot_sel = ttft, tpot
-    total_rate = out_rate * (input_len + output_len) / output_len
+    total_rate = out_rate * float(sim.i_req.sum() + o_req.sum()) / float(o_req.sum())
     t50, t90 = _percentiles(ttft_sel)
     p50, p90 = _percentiles(tpot_sel)
     total_time = sum(sim.parts.values())
@@ -906,6 +999,7 @@ def serve(
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
         peak_batch=int(out["peak"]),  # type: ignore[call-overload]
+        gpus=tp * replicas,
     )
 
 

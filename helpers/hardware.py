@@ -236,8 +236,9 @@ def _tera(value: float | None) -> str:
 def catalog_markdown() -> str:
     """The accelerator and link catalog as Markdown tables, with sources (the book's appendix).
 
-    Three tables narrow enough for a book page: dense peak throughput per
-    dtype; memory, 16-bit ridge point and source; links.
+    Four tables narrow enough for a book page: dense peak throughput per
+    dtype; memory, 16-bit ridge point and source; generation, SM count and
+    L2 size ("not published" where the vendor gives none); links.
     """
     dtypes = list(DTYPE_BYTES)
     compute = [
@@ -262,6 +263,14 @@ def catalog_markdown() -> str:
             f"| {acc.name} | {acc.memory_bandwidth / GIGA:,.0f} "
             f"| {acc.memory_capacity / GIB:,.3g} | {ridge} | [datasheet]({acc.source}) |"
         )
+    architecture = [
+        "| accelerator | generation | SMs | L2 MiB |",
+        "|---|---|---:|---:|",
+    ]
+    for acc in _ACCELERATORS:
+        sms = "not published" if acc.sm_count is None else f"{acc.sm_count:,}"
+        l2 = "not published" if acc.l2_bytes is None else f"{acc.l2_bytes / MIB:,.0f}"
+        architecture.append(f"| {acc.name} | {acc.generation} | {sms} | {l2} |")
     links = [
         "| link | GB/s per direction | latency µs | source |",
         "|---|---:|---:|---|",
@@ -275,6 +284,8 @@ def catalog_markdown() -> str:
         + "\n".join(compute)
         + "\n\n**Memory and ridge point**\n\n"
         + "\n".join(memory)
+        + "\n\n**Architecture** (what the tiling and per-generation constants read)\n\n"
+        + "\n".join(architecture)
         + "\n\n**Links**\n\n"
         + "\n".join(links)
         + "\n"

@@ -72,6 +72,17 @@ _EXPORT_NVLINK = Link(
     "direction (the catalog's A800 and H800 notes; nvidia.cn/data-center/a800/ and /h800/). "
     "Latency as the other NVLinks, an order of magnitude.",
 )
+_INFINITY_FABRIC = Link(
+    "Infinity Fabric (MI300X, 7 x 64 GB/s)",
+    448e9,
+    1e-6,
+    "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
+    "amd-instinct-mi300x-data-sheet.pdf",
+    "An MI300X OAM's seven Infinity Fabric links to the other seven GPUs of a platform, 128 GB/s "
+    "each in both directions together (896 GB/s aggregate, the datasheet): 448 GB/s per direction "
+    "when a collective uses them all, as RCCL's rings over the fully connected mesh do. Latency as "
+    "NVLink's, an order of magnitude.",
+)
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 """The collectives :func:`collective_time` and :func:`bus_bandwidth` accept."""
 
@@ -264,11 +275,15 @@ def tp_link(acc: str | Accelerator) -> Link:
     direction). Every other GPU in the catalog, PCIe 4.0 x16 (T4, L4, A10G and
     RTX 4090 have no NVLink; the V100's NVLink 2 is not a catalog link, so
     PCIe is a conservative stand-in for it). The A800 and H800, whose NVLink
-    is cut to 400 GB/s in total, get a link of 200 GB/s per direction.
+    is cut to 400 GB/s in total, get a link of 200 GB/s per direction; the
+    MI300X and MI325X, their seven Infinity Fabric links together (448 GB/s
+    per direction, the MI300X datasheet's 896 GB/s aggregate).
     """
     name = get_accelerator(acc).name
     if name.startswith(("A800", "H800")):
         return _EXPORT_NVLINK
+    if name.startswith(("MI300X", "MI325X")):
+        return _INFINITY_FABRIC
     for link, prefixes in _TP_LINKS.items():
         if name.startswith(prefixes):
             return get_link(link)

@@ -3,7 +3,9 @@
 No GPU has run the book's labs in its committed outputs, so the GPU side of
 every claim is checked against numbers others measured and printed: GEMM
 throughput by shape, achievable peaks, ResNet-50 images/s by batch, LLM
-decode throughput by batch and KV-cache transfer bandwidth. Each point
+decode throughput by batch, KV-cache transfer bandwidth, a serving engine's
+throughput at full load and its time to first token, and attention-kernel
+throughput. Each point
 records what was measured, on what hardware and software, in which
 precision, and where it was printed (a URL pinned to a commit or a paper,
 and the table or figure). The data live in ``helpers/data/published/``, one
@@ -34,8 +36,26 @@ from typing import Literal
 from . import _validate
 from .hardware import get_accelerator
 
-Kind = Literal["gemm", "peak", "resnet50", "decode", "kv_transfer"]
-KINDS: tuple[Kind, ...] = ("gemm", "peak", "resnet50", "decode", "kv_transfer")
+Kind = Literal[
+    "gemm",
+    "peak",
+    "resnet50",
+    "decode",
+    "kv_transfer",
+    "serving",
+    "ttft",
+    "attention",
+]
+KINDS: tuple[Kind, ...] = (
+    "gemm",
+    "peak",
+    "resnet50",
+    "decode",
+    "kv_transfer",
+    "serving",
+    "ttft",
+    "attention",
+)
 """The kinds of measurement, one CSV file each."""
 
 DATA_DIR = Path(__file__).parent / "data" / "published"
@@ -95,6 +115,50 @@ _COLUMNS: Mapping[Kind, tuple[str, ...]] = MappingProxyType(
             "value",
             "unit",
             "what_moves",
+        ),
+        "serving": (
+            "engine",
+            "model",
+            "precision",
+            "kv_precision",
+            "tp",
+            "replicas",
+            "ep",
+            "dp_attention",
+            "input_len",
+            "output_len",
+            "concurrency",
+            "requests",
+            "quantity",
+            "value",
+            "unit",
+        ),
+        "ttft": (
+            "engine",
+            "model",
+            "precision",
+            "kv_precision",
+            "tp",
+            "input_len",
+            "output_len",
+            "concurrency",
+            "quantity",
+            "value",
+            "unit",
+        ),
+        "attention": (
+            "kernel",
+            "phase",
+            "causal",
+            "batch",
+            "n_heads",
+            "seq_q",
+            "seq_k",
+            "head_dim",
+            "precision",
+            "quantity",
+            "value",
+            "unit",
         ),
     }
 )
@@ -174,6 +238,20 @@ class PublishedPoint:
                 f"{s['model']}, batch {s['batch']}, {s['input_len']}{out} tokens"
                 f"{gpus}, {self.quantity.replace('_', ' ')}"
             )
+        if self.kind in ("serving", "ttft"):
+            gpus = "" if s["tp"] == "1" else f", TP{s['tp']}"
+            load = ""
+            if s.get("concurrency"):
+                load = f", {s['concurrency']} client{'s' if s['concurrency'] != '1' else ''}"
+            elif s.get("requests"):
+                load = f", batch {s['requests']}"
+            return (
+                f"{_display(s['model'])}, {s['input_len']}/{s['output_len']}, "
+                f"{self.precision}{gpus}{load}"
+            )
+        if self.kind == "attention":
+            mask = "causal" if s["causal"] == "true" else "full"
+            return f"{s['phase']} {s['seq_q']}x{s['seq_k']}, d {s['head_dim']}, {mask}, {self.precision}"
         size = s["message_bytes"]
         if "(" in size and size.split("(")[0].strip().isdigit():  # "1048576 (1 MB)"
             size = size.split("(")[1].split(")")[0]
@@ -185,6 +263,18 @@ class PublishedPoint:
         if not text:
             raise KeyError(f"{self.kind} point has no {column!r}")
         return int(text)
+
+
+def _display(model: str) -> str:
+    """The catalog's display name of ``model`` ("Llama-3-8B"), or the name as written if the catalog lacks it."""
+    from .llm import (
+        get_model,
+    )  # the model catalog imports hardware, as this module does
+
+    try:
+        return get_model(model).display_name
+    except KeyError:
+        return model
 
 
 def _row(kind: Kind, row: Mapping[str, str], where: str) -> PublishedPoint:

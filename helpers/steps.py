@@ -30,8 +30,10 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 * **elementwise** (two fused add-RMSNorms, rotary embedding, SiLU-and-mul,
   and a per-token quantisation before each group of 8-bit GEMMs) at the
   memory roof with the GEMMs' streaming share.
-* **LM head** over the sequences that need logits, and **sampling** (a few
-  kernels over ``seqs x vocab`` fp32 logits).
+* **LM head** over the sequences that need logits, in 16 bits whatever the
+  weights' precision (vLLM's and ModelOpt's FP8 and INT4 schemes quantise the
+  blocks' linear layers, not the LM head or the embeddings), and **sampling**
+  (a few kernels over ``seqs x vocab`` fp32 logits).
 * **collectives**: two tensor-parallel all-reduces per layer at NCCL's
   measured bus bandwidth (:func:`helpers.efficiency.busbw_fraction`), the
   faster of ring and tree as NCCL picks; with expert parallelism, a
@@ -44,7 +46,11 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 
 Nothing overlaps except what the engine overlaps: nothing, in the engines
 modelled (vLLM, SGLang and TensorRT-LLM run one stream per step; SGLang's
-two-batch overlap for DeepSeek is not modelled).
+two-batch overlap for DeepSeek is not modelled). Inside one kernel the
+roofline's perfect overlap of loads and math is kept (``max``); for GEMMs
+near the ridge (``m`` of a few hundred rows) that is optimistic, and
+``gemm_overlap=1`` shows the other end (:func:`helpers.roofline.overlap_bounds`);
+the calibration data has no GEMM-versus-rows curve to place them between.
 
 :func:`decode_step`, :func:`prefill_step` and :func:`mixed_step` return a
 :class:`StepTime`: the seconds, where they went (per kernel class), and the
@@ -170,9 +176,11 @@ class StepTime:
     seconds : float
         The prediction: the sum of the kernels' times and collectives (s).
     parts : Mapping[str, float]
-        Seconds per kernel class (:data:`KERNEL_CLASSES`), floors included.
+        Seconds per kernel class (:data:`KERNEL_CLASSES`, each its roofline
+        term at its measured share) and ``"floors"``, every kernel's fixed
+        cost together; they sum to ``seconds``.
     floor_s : float
-        The kernels' fixed costs, already inside ``parts`` (s).
+        The kernels' fixed costs, ``parts["floors"]`` (s).
     bound_s : float
         The whole-step roofline of the same kernels, ``max(sum flops / peak,
         sum bytes / bandwidth)`` at datasheet peaks plus the collectives: a
@@ -273,10 +281,18 @@ class _Config:
     act_dtype: str
     kv_dtype: str
     link: Link | None
+    gemm_overlap: float = 0.0
 
 
-class _Pricer:
-    """Per-token-count step prices for one deployment, tabulated once (the engine calls it every iteration)."""
+class Pricer:
+    """One deployment's kernel prices, cached: what :func:`mixed_step` sums and the engine calls.
+
+    Made by :func:`pricer` (one per model, GPU, parallelism, precisions and
+    link). Its methods give the token-proportional kernels of a step
+    (``linear_part``), decode and prefill attention (``decode_attention``,
+    ``prefill_attention``) and the LM head with sampling (``head``), each as
+    seconds with the FLOP and bytes behind them.
+    """
 
     def __init__(self, cfg: _Config) -> None:
         self.cfg = cfg
@@ -287,6 +303,7 @@ class _Pricer:
         self.f_mem = gf.memory_fraction
         self.cdtype = compute_dtype(acc, cfg.weight_dtype, cfg.act_dtype)
         self.f_comp = achievable.fractions(acc, self.cdtype)[0]
+        self.f_comp16 = achievable.fractions(acc, "bf16")[0]
         self.peak = (
             FP4_DENSE_FLOPS[acc.name]
             if self.cdtype == "fp4"
@@ -324,21 +341,30 @@ class _Pricer:
             return per_token  # a latent is not split across heads
         return per_token * max(1, m.n_kv_heads // self.attn_tp) / m.n_kv_heads
 
-    def gemm(self, rows: float, g: _Gemm) -> tuple[float, float, float]:
-        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows."""
+    def gemm(
+        self, rows: float, g: _Gemm, *, wide: bool = False
+    ) -> tuple[float, float, float]:
+        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows.
+
+        ``wide``: a 16-bit GEMM whatever the deployment's precision (the LM head).
+        """
         if rows <= 0:
             return 0.0, 0.0, 0.0
         per_group = max(rows * g.rows_share, 1e-9)
         flops = 2.0 * per_group * g.n * g.k * g.groups
-        wbytes = g.n * g.k * self.wbytes * g.groups
-        abytes = per_group * g.groups * (g.k * self.abytes + g.n * 2.0)
+        wb, ab = (2.0, 2.0) if wide else (self.wbytes, self.abytes)
+        wbytes = g.n * g.k * wb * g.groups
+        abytes = per_group * g.groups * (g.k * ab + g.n * 2.0)
         mrows = max(1, math.ceil(per_group))
         if self.cfg.acc.sm_count is None:  # waves unknown: the tiles' useful share only
             util = ops.tile_efficiency(mrows, g.n)
         else:
             util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
-        compute = flops / (self.peak * self.f_comp * util)
-        if self.dequant:
+        if wide:
+            compute = flops / (self.peak16 * self.f_comp16 * util)
+        else:
+            compute = flops / (self.peak * self.f_comp * util)
+        if self.dequant and not wide:
             tiles = math.ceil(per_group / 128)
             compute += (
                 tiles
@@ -349,7 +375,8 @@ class _Pricer:
                 / self.vector_peak
             )
         memory = (wbytes + abytes) / (self.bw * self.f_mem)
-        return max(compute, memory), flops, wbytes + abytes
+        shown = self.cfg.gemm_overlap * min(compute, memory)
+        return max(compute, memory) + shown, flops, wbytes + abytes
 
     def elementwise(self, nbytes: float) -> float:
         return nbytes / (self.bw * self.f_mem)
@@ -424,12 +451,16 @@ class _Pricer:
             add_elem(4 * attn_rows * d * act)  # post-attention fused add + RMSNorm
             if not moe:
                 assert m.d_ff
-                mlp = _mlp_gemms(m, tp, m.d_ff)
-                add_gemms(tokens, mlp)
-                add_elem(3 * tokens * (m.d_ff // tp) * act)  # SiLU and mul
+                # under data-parallel attention the dense MLP runs whole on each GPU's
+                # own tokens (SGLang's moe_dense_tp_size=1): no all-reduce
+                mlp_tp = 1 if cfg.dp_attention else tp
+                mlp = _mlp_gemms(m, mlp_tp, m.d_ff)
+                add_gemms(attn_rows, mlp)
+                add_elem(3 * attn_rows * (m.d_ff // mlp_tp) * act)  # SiLU and mul
                 if quant:
-                    add_elem(tokens * (d + m.d_ff // tp) * (act + 1), 2)
-                comm_s += self.allreduce(tokens * d * act, tp)
+                    add_elem(attn_rows * (d + m.d_ff // mlp_tp) * (act + 1), 2)
+                if not cfg.dp_attention:
+                    comm_s += self.allreduce(tokens * d * act, tp)
             else:
                 self._moe_layer(tokens, add_gemms, add_elem)
                 ep_s += self._moe_comm(tokens)
@@ -450,8 +481,10 @@ class _Pricer:
         assert m.moe is not None
         e, k, dff = m.moe.n_routed, m.moe.top_k, m.moe.d_ff_expert
         d = m.d_model
-        add_gemms(tokens, [_Gemm(e, d, "router")])
-        add_elem(tokens * e * 4.0, 2)  # softmax/sigmoid + top-k
+        # each GPU routes the tokens it holds: its own under data-parallel attention
+        local = tokens / cfg.tp if cfg.dp_attention else tokens
+        add_gemms(local, [_Gemm(e, d, "router")])
+        add_elem(local * e * 4.0, 2)  # softmax/sigmoid + top-k
         ep = cfg.ep
         if ep > 1:
             local_experts = e / ep
@@ -477,10 +510,15 @@ class _Pricer:
         add_gemms(tokens, expert_gemms)
         add_elem(3 * arrivals * width * 2.0)
         if m.moe.n_shared:
-            shared_w = m.moe.n_shared * dff // cfg.tp
-            add_gemms(tokens, _mlp_gemms_width(m, shared_w))
-            add_elem(3 * tokens * shared_w * 2.0)
-        add_elem(tokens * k * d * 2.0)  # weighted combine of the expert outputs
+            # shared experts: whole on each GPU's own tokens under data-parallel
+            # attention, else split over the tensor-parallel group
+            shared_w = m.moe.n_shared * dff // (1 if cfg.dp_attention else cfg.tp)
+            add_gemms(local, _mlp_gemms_width(m, shared_w))
+            add_elem(3 * local * shared_w * 2.0)
+        # weighted combine: each GPU sums the expert outputs it holds, 1/ep of the
+        # token-expert pairs (its local experts' partial sums, or its own tokens'
+        # returned outputs under data-parallel attention)
+        add_elem(tokens * k * d * 2.0 / ep)
 
     def _moe_comm(self, tokens: int) -> float:
         cfg, m = self.cfg, self.cfg.model
@@ -568,14 +606,21 @@ class _Pricer:
 
     def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
-        vocab = m.vocab_size // self.cfg.tp
-        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
+        # The LM head is vocab-parallel over the group that runs attention on the
+        # sequences. Under data-parallel attention that group is one GPU holding its
+        # own sequences (SGLang's enable_dp_lm_head: ParallelLMHead over the attention
+        # TP group), so each GPU computes whole-vocabulary logits for its share of the
+        # replica's sequences and gathers nothing; the busiest GPU sets the time.
+        group = self.attn_tp
+        local = math.ceil(seqs / self.cfg.tp) if self.cfg.dp_attention else seqs
+        vocab = m.vocab_size // group
+        lm_s, _, _ = self.gemm(local, _Gemm(vocab, m.d_model, "lm_head"), wide=True)
         gather = 0.0
-        if self.cfg.tp > 1 and self.cfg.link is not None:
+        if group > 1 and self.cfg.link is not None:
             gather = parallel.allgather_time(
-                seqs * m.vocab_size * 4.0, self.cfg.tp, self.cfg.link
+                local * m.vocab_size * 4.0, group, self.cfg.link
             )
-        sampling = self.elementwise(4 * seqs * m.vocab_size * 4.0)
+        sampling = self.elementwise(4 * local * m.vocab_size * 4.0)
         kernels = (
             1 + 4 + 1
         )  # final norm; the sampler's softmax, top-p/top-k, draw; embedding
@@ -641,10 +686,18 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     return "bf16"
 
 
-_PRICERS: dict[tuple, _Pricer] = {}
+def _device(acc: str | Accelerator) -> Accelerator:
+    """``get_accelerator(acc)``, its ``KeyError`` naming the parameter ``acc``."""
+    try:
+        return get_accelerator(acc)
+    except KeyError as err:
+        raise KeyError(f"acc: {err.args[0]}") from None
 
 
-def _pricer(cfg: _Config) -> _Pricer:
+_PRICERS: dict[tuple, Pricer] = {}
+
+
+def _pricer(cfg: _Config) -> Pricer:
     acc = cfg.acc
     key = (
         cfg.model,
@@ -660,12 +713,13 @@ def _pricer(cfg: _Config) -> _Pricer:
         None
         if cfg.link is None
         else (cfg.link.name, cfg.link.bandwidth, cfg.link.latency),
+        cfg.gemm_overlap,
     )
     hit = _PRICERS.get(key)
     if hit is None:
         if len(_PRICERS) > 256:
             _PRICERS.clear()
-        hit = _PRICERS[key] = _Pricer(cfg)
+        hit = _PRICERS[key] = Pricer(cfg)
     return hit
 
 
@@ -680,10 +734,22 @@ def pricer(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
-) -> _Pricer:
-    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration)."""
+    gemm_overlap: float = 0.0,
+) -> Pricer:
+    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration).
+
+    ``gemm_overlap`` in [0, 1]: how much of a GEMM's shorter term (compute or
+    weight streaming) shows, as :func:`helpers.roofline.breakdown`'s
+    ``overlap``: 0 (the default) is the roofline's perfect overlap inside the
+    kernel, 1 none (:func:`helpers.roofline.overlap_bounds`' upper end). A
+    sensitivity, not a calibrated constant: no published GEMM-versus-rows
+    curve in the calibration data pins it (see the module docstring).
+    """
+    overlap = _validate.non_negative("gemm_overlap", gemm_overlap)
+    if overlap > 1:
+        raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = _device(acc)
     tp = _validate.positive_int("tp", tp)
     ep = _validate.positive_int("ep", ep)
     _validate.boolean("dp_attention", dp_attention)
@@ -720,7 +786,7 @@ def pricer(
         spec = None
     else:
         spec = get_link(link)
-    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec))
+    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec, overlap))
 
 
 def mixed_step(
@@ -739,6 +805,7 @@ def mixed_step(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> StepTime:
     """Predicted time of one engine step: ``decode_batch`` decodes at mean ``decode_context`` plus prefill ``chunks``.
 
@@ -769,6 +836,8 @@ def mixed_step(
         ``kv_dtype=None``: 16-bit).
     link
         ``"auto"`` (:func:`helpers.parallel.tp_link`), a link, or ``None`` (no collectives).
+    gemm_overlap
+        Inside-GEMM overlap sensitivity, as in :func:`pricer`.
     """
     p = pricer(
         model,
@@ -780,6 +849,7 @@ def mixed_step(
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
         link=link,
+        gemm_overlap=gemm_overlap,
     )
     b = _validate.non_negative_int("decode_batch", decode_batch)
     ctx = _validate.non_negative("decode_context", decode_context)
@@ -810,7 +880,7 @@ def mixed_step(
 
 
 def _assemble(
-    p: _Pricer,
+    p: Pricer,
     rows: int,
     decodes: int,
     kv_tokens: float,
@@ -908,7 +978,7 @@ def token_grid(max_tokens: int) -> np.ndarray:
     return np.array(sorted(p for p in points if p <= max_tokens), dtype=float)
 
 
-def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def token_table(p: Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """``(grid, seconds)``: the token-proportional kernels' time at :func:`token_grid`.
 
     GEMMs, elementwise kernels, collectives and their floors.
@@ -926,6 +996,7 @@ def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "DEQUANT_OPS_PER_ELEMENT",
+    "Pricer",
     "KERNEL_CLASSES",
     "StepTime",
     "WEIGHT_BYTES",

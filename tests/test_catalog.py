@@ -21,7 +21,7 @@ from types import MappingProxyType
 import pytest
 
 import helpers
-from helpers import hardware, inference, labtools, llm
+from helpers import dispatch, hardware, inference, labtools, llm
 from helpers.hardware import GIB, TERA
 
 FAKE_ACC = hardware.Accelerator(
@@ -33,6 +33,7 @@ FAKE_ACC = hardware.Accelerator(
     notes="A made-up accelerator: the catalog test adds it to check that one entry is all a new GPU needs.",
     aliases=("x1",),
     torch_names=(r"\bx1\b",),
+    generation="Xeno",
 )
 FAKE_MODEL = llm.ModelConfig(
     "test-model-2.7b",
@@ -97,16 +98,19 @@ def test_a_new_accelerator_reaches_every_enumeration(extended_catalog):
     assert hardware.from_device_name("NVIDIA X1") is FAKE_ACC
     text = hardware.catalog_markdown()
     rows = [line for line in text.splitlines() if line.startswith("| Test GPU X1 |")]
-    assert len(rows) == 2
+    assert len(rows) == 3
     assert (
         "| 400.0 |" in rows[0]
         and "| 2,000 | 64 | 200 |" in rows[1]
         and FAKE_ACC.source in rows[1]
     )
+    assert rows[2] == "| Test GPU X1 | Xeno | not published | not published |"
     assert f"- **Test GPU X1:** {FAKE_ACC.notes}" in hardware.catalog_notes_markdown()
     assert labtools.rate_bounds("NVIDIA X1", "bf16") == pytest.approx(
         (1.05 * 400e12, 1.05 * 2e12)
     )
+    # a generation nobody has measured prices its kernels with the measured reference floor
+    assert dispatch.kernel_floor("X1") == dispatch.KERNEL_FLOOR_S["Ampere"]
 
 
 def test_a_new_model_reaches_every_enumeration(extended_catalog):
@@ -171,7 +175,8 @@ def test_every_catalog_model_has_its_nominal_size():
     """
     for model in llm.models():
         assert model.nominal_params is not None, model.name
-        size = re.search(r"(\d+(?:\.\d+)?)b$", model.name)
+        # the size a name ends with ("-405b"), or the total before an active size ("-235b-a22b")
+        size = re.search(r"-(\d+(?:\.\d+)?)b(?:-a\d+b)?$", model.name)
         assert size is None or float(size.group(1)) * 1e9 == model.nominal_params, (
             model.name
         )
@@ -185,3 +190,47 @@ def test_every_catalog_accelerator_has_torch_names_and_a_half_dtype():
         for pattern in acc.torch_names:
             re.compile(pattern)
         assert acc.half_dtype in ("bf16", "fp16"), acc.name
+
+
+PUBLISHED_SIZES = {
+    # name: (total, active) in parameters, from each model's card
+    "llama-3.1-405b": (405e9, None),  # Meta: 405 B
+    "qwen3-235b-a22b": (235e9, 22e9),  # Qwen: 235 B total, 22 B activated
+    "llama-4-maverick-17b-128e": (400e9, 17e9),  # Meta: 17 B active, 400 B total
+    "gpt-oss-120b": (116.8e9, 5.1e9),  # OpenAI model card: 116.8 B, 5.1 B active
+    "gpt-oss-20b": (20.9e9, 3.6e9),  # OpenAI model card: 20.9 B, 3.6 B active
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_SIZES))
+def test_new_models_count_to_their_published_sizes(name):
+    """The config.json shapes reproduce each card's total (and active) size within 5 %:
+    a wrong width, layer count or expert count would miss by far more."""
+    total, active = PUBLISHED_SIZES[name]
+    model = llm.get_model(name)
+    assert llm.param_count(model) == pytest.approx(total, rel=0.05)
+    if active is not None:
+        assert llm.active_param_count(model) == pytest.approx(active, rel=0.05)
+        assert model.moe is not None and model.notes
+
+
+def test_every_model_has_a_display_name_spelled_as_published():
+    """R4-9: tables print "Llama-2-7B", not the look-up key "llama-2-7b"; the key is the
+    display name lower-cased, so a reader can type what the table shows."""
+    for model in llm.models():
+        assert model.display_name != model.name or model.name.startswith("gpt-oss")
+        assert model.display_name.lower() == model.name
+        assert llm.get_model(model.display_name) is model
+    assert FAKE_MODEL.display_name == FAKE_MODEL.name  # defaults to the key
+    with pytest.raises(TypeError, match="display_name"):
+        llm.ModelConfig("x", 1, 8, 1, 1, 8, 8, 8, display_name=3)  # type: ignore[arg-type]
+
+
+def test_models_the_catalog_cannot_fully_represent_say_so():
+    """gpt-oss alternates sliding-window and full attention; Llama 4 chunks its attention and
+    interleaves MoE layers: their notes say what the arithmetic assumes instead."""
+    for name in ("gpt-oss-120b", "gpt-oss-20b"):
+        assert "sliding" in llm.get_model(name).notes
+    maverick = llm.get_model("llama-4-maverick-17b-128e")
+    assert "chunk" in maverick.notes and "interleave" in maverick.notes
+    assert maverick.n_moe_layers == 24

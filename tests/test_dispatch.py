@@ -85,3 +85,52 @@ def test_kernel_floor_for_every_catalog_gpu():
         assert dispatch.kernel_floor(acc) > 0
     with pytest.raises(ValueError, match="kernel_floor_s"):
         dispatch.stream_time([1e-6], 0.0, kernel_floor_s=-1.0)
+
+
+def test_generation_is_read_from_the_catalog_entry_not_parsed_from_its_name():
+    """C4-8: each catalog entry names its generation; dispatch reads that field, so a name that
+    starts like another family's (a "B" that is not Blackwell) cannot mislead it."""
+    from dataclasses import replace
+
+    from helpers import hardware
+
+    expected = {
+        "T4": "Turing",
+        "V100 SXM2": "Volta",
+        "A100 SXM4 80GB": "Ampere",
+        "A10G": "Ampere",
+        "L4": "Ada",
+        "RTX 4090": "Ada",
+        "H20": "Hopper",
+        "H200 SXM": "Hopper",
+        "B200 SXM": "Blackwell",
+        "GB200 (per GPU)": "Blackwell",
+        "MI300X": "CDNA 3",
+    }
+    for name, gen in expected.items():
+        assert dispatch.generation(name) == gen
+    for acc in hardware.accelerators():
+        assert acc.generation, acc.name
+    misleading = replace(hardware.get_accelerator("H100"), name="Big GPU 9")
+    assert dispatch.generation(misleading) == "Hopper"
+    assert not hasattr(dispatch, "_GENERATION")
+
+
+def test_a_new_generation_gets_the_measured_reference_floor_and_a_device_without_one_fails():
+    """A GPU of a generation the floor table does not list prices with the measured (Ampere) figure
+    instead of raising KeyError; a hand-built device with no generation raises ValueError naming acc."""
+    from dataclasses import replace
+
+    from helpers import hardware
+
+    future = replace(hardware.get_accelerator("B200"), name="R100", generation="Rubin")
+    assert "Rubin" not in dispatch.KERNEL_FLOOR_S
+    assert (
+        dispatch.kernel_floor(future)
+        == dispatch.KERNEL_FLOOR_S[dispatch.KERNEL_FLOOR_REFERENCE]
+    )
+    bare = replace(hardware.get_accelerator("B200"), name="hand-built", generation="")
+    with pytest.raises(ValueError, match="acc"):
+        dispatch.kernel_floor(bare)
+    with pytest.raises(TypeError, match="generation"):
+        replace(bare, generation=5)

@@ -36,6 +36,7 @@ def test_replicas_multiply_throughput_at_full_load():
     one = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100)
     two = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100, replicas=2)
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
+    assert two.output_tokens_per_s_per_gpu == pytest.approx(one.output_tokens_per_s)
 
 
 @pytest.mark.parametrize(
@@ -48,6 +49,8 @@ def test_replicas_multiply_throughput_at_full_load():
         (dict(concurrency=0), "concurrency"),
         (dict(weight_dtype="fp3"), "weight_dtype"),
         (dict(engine="nope"), "engine"),
+        (dict(gemm_overlap=2.0), "gemm_overlap"),
+        (dict(token_budget=0), "token_budget"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, word):
@@ -111,7 +114,8 @@ def test_memory_limited_batch_by_hand():
     cap = engine.kv_capacity("llama-3-8b", "H100", engine="trtllm", weight_dtype="fp8")
     t = engine.PRESETS["trtllm"]
     m = llm.get_model("llama-3-8b")
-    weights = llm.param_count(m) * 1.0
+    tables = 2 * m.vocab_size * m.d_model  # embedding and LM head stay 16-bit
+    weights = (llm.param_count(m) - tables) * 1.0 + tables * 2.0
     act = 8192 * (2 * 14336 + 4 * 4096) * 2.0 + 2048 * m.vocab_size * 4.0
     free = 0.9 * (80 * 2**30 - weights - act - t.graph_pool_bytes)
     per_token = 32 * 2 * 8 * 128 * 2  # bytes of bf16 KV per token
@@ -226,3 +230,63 @@ def test_sglang_static_share_falls_with_tp_by_hand():
     per_token = 80 * 2 * 1 * 128 * 2  # one KV head per GPU, bf16
     assert cap.kv_tokens == int((0.81 * 80 * 2**30 - weights) // per_token)
     assert cap.token_budget == 8192
+
+
+def test_unknown_gpu_names_acc():
+    with pytest.raises(KeyError, match="acc"):
+        engine.serve("llama-3-8b", "H1000", input_len=10, output_len=2)
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang", "trtllm"])
+def test_every_request_finishes_when_the_cache_fills(name):
+    """KV blocks are returned exactly: a long-output load that fills the cache still drains."""
+    r = engine.serve(
+        "llama-3-8b", "H100", input_len=128, output_len=3000, requests=400, engine=name
+    )
+    assert r.output_tokens_per_s > 0 and math.isfinite(r.ttft_p90_s)
+    assert r.iterations >= 3000
+
+
+def test_a_decode_batch_is_padded_to_the_next_cuda_graph():
+    """Nine sequences decode as vLLM's 16-row graph: their GEMMs run for 16 rows."""
+    r = engine.serve("llama-3-8b", "H100", input_len=16, output_len=3, requests=9)
+    prefill = steps.mixed_step(
+        "llama-3-8b", "H100", chunks=[(16, 0)] * 9
+    ).seconds + _host(9)
+    decodes = [
+        steps.mixed_step(
+            "llama-3-8b", "H100", decode_batch=9, decode_context=c, pad_to=16
+        ).seconds
+        + _host(9)
+        for c in (16, 17)
+    ]
+    assert r.iterations == 3
+    assert r.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert r.output_tokens_per_s == pytest.approx(
+        27 / (prefill + sum(decodes)), rel=1e-9
+    )
+    unpadded = steps.mixed_step("llama-3-8b", "H100", decode_batch=9, decode_context=16)
+    assert decodes[0] - _host(9) > unpadded.seconds
+
+
+def test_length_lists_cycle_over_requests():
+    kw = dict(requests=40, engine="sglang")
+    scalar = engine.serve("llama-3-8b", "H100", input_len=700, output_len=90, **kw)
+    listed = engine.serve(
+        "llama-3-8b", "H100", input_len=[700] * 3, output_len=(90,), **kw
+    )
+    assert listed == scalar
+    mixed = engine.serve(
+        "llama-3-8b", "H100", input_len=[100, 3000], output_len=[400, 20], **kw
+    )
+    assert mixed.ttft_p90_s > mixed.ttft_s
+    # 20 requests of each kind: 20 * 3,520 tokens, of which 20 * 420 generated
+    assert mixed.total_tokens_per_s == pytest.approx(
+        mixed.output_tokens_per_s * 3520 / 420
+    )
+
+
+@pytest.mark.parametrize("bad", [[], [100, 0], "100"])
+def test_bad_length_lists_name_the_parameter(bad):
+    with pytest.raises((ValueError, TypeError), match="input_len"):
+        engine.serve("llama-3-8b", "H100", input_len=bad, output_len=10)

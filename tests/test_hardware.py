@@ -401,10 +401,14 @@ def test_catalog_markdown_lists_every_accelerator_and_link():
     for link in hardware.links():
         assert f"| {link.name} |" in text
     table_rows = [l for l in text.splitlines() if l.startswith("| ")]
-    # three header rows, two rows per accelerator (throughput, memory), one per link
-    assert len(table_rows) == 3 + 2 * len(hardware.accelerators()) + len(
+    # four header rows, three rows per accelerator (throughput, memory, architecture), one per link
+    assert len(table_rows) == 4 + 3 * len(hardware.accelerators()) + len(
         hardware.links()
     )
+    # R4-9: a figure the vendor does not publish reads "not published", never "None"
+    assert "None" not in text
+    assert "| H20 | Hopper | not published | not published |" in text
+    assert "None" not in hardware.catalog_notes_markdown()
     # the T4's fp16 peak (65) and fp16 ridge (65e12 / 320e9 = 203) appear in its rows
     t4_rows = [l for l in text.splitlines() if l.startswith("| T4 |")]
     assert any("| 65.0 |" in l for l in t4_rows)
@@ -708,7 +712,8 @@ def test_gb200_nvl72_domain():
 
 
 def test_every_gpu_without_sms_or_l2_says_why():
-    """A GPU without an SM count or L2 size says why in its notes (they are None, not guessed), and sms() raises.
+    """A GPU without an SM count or L2 size says why in its notes (the tables say "not published", nothing
+    is guessed), and sms() raises.
 
     The H20 (no NVIDIA datasheet), the B300 and GB200 (none on their pages) and the MI300X/MI325X (two
     cache levels, neither one shared L2) say so. The B200's 148 SMs and 126.5 MB of L2 come from a CUDA
@@ -716,7 +721,7 @@ def test_every_gpu_without_sms_or_l2_says_why():
     """
     for acc in hardware.accelerators():
         if acc.sm_count is None or acc.l2_bytes is None:
-            assert "None" in acc.notes, acc.name
+            assert "not published" in acc.notes, acc.name
         if acc.sm_count is None:
             with pytest.raises(KeyError, match="no published SM count"):
                 acc.sms()

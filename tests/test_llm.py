@@ -245,7 +245,7 @@ def test_get_model_aliases():
     for spelling in ("Llama-2-7B", "llama_2_7b", " LLAMA 2 7B ", "llama-2-7b"):
         assert get_model(spelling) is get_model("llama-2-7b")
     assert get_model(TINY) is TINY
-    assert {m.name for m in llm.models()} == set(PUBLISHED_PARAMS) | {"deepseek-v3"}
+    assert set(PUBLISHED_PARAMS) | {"deepseek-v3"} <= {m.name for m in llm.models()}
     for m in llm.models():
         assert m.source.startswith("https://huggingface.co/")
 

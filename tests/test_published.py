@@ -43,7 +43,9 @@ def test_every_point_is_cited_and_in_si_units(kind: str) -> None:
         assert p.unit in SI_UNITS
         assert math.isfinite(p.value) and p.value > 0
         assert (
-            p.precision is None or p.precision in DTYPE_BYTES or p.precision == "int4"
+            p.precision is None
+            or p.precision in DTYPE_BYTES
+            or p.precision in ("int4", "fp4")
         )
 
 

@@ -8,10 +8,17 @@ from helpers import published, reports, validation
 
 
 def test_counts_table_adds_up() -> None:
+    """Three columns (R4-7: a phone shows them whole); each row's kinds add up to its points."""
     table = reports.counts_markdown()
-    last = table.splitlines()[-1]
+    lines = table.splitlines()
+    assert lines[0].count("|") == 4
+    last = lines[-1]
     assert last.startswith("| all |")
-    assert last.rstrip(" |").split("|")[-1].strip() == str(len(published.load()))
+    cells = [c.strip() for c in last.strip("|").split("|")]
+    assert cells[1] == str(len(published.load()))
+    for line in lines[2:]:
+        _, points, kinds = (c.strip() for c in line.strip("|").split("|"))
+        assert sum(int(k.rsplit(" ", 1)[1]) for k in kinds.split(" · ")) == int(points)
 
 
 def test_sources_table_counts_every_point() -> None:
@@ -22,17 +29,40 @@ def test_sources_table_counts_every_point() -> None:
 
 
 def test_targets_table_agrees_with_the_summaries() -> None:
+    """One row per kind, judged by the kind's own targets; errors as median / p90 / signed median."""
     table = reports.targets_markdown()
     for kind in published.KINDS:
         (g,) = validation.summarize(validation.compare(kind), key=lambda c: "all")
-        (line,) = [row for row in table.splitlines() if row.startswith(f"| {kind} |")]
+        median, p90 = reports.targets(kind)
+        (line,) = [row for row in table.splitlines() if row.startswith(f"| {kind} (")]
         cells = [x.strip() for x in line.strip("|").split("|")]
-        assert cells[1:4] == [str(g.points), str(g.constants), str(g.gpus)]
-        assert cells[-2] == ("met" if g.meets() else "missed")
-        assert cells[-1] == ("met" if g.meets(model="constant_free") else "missed")
-        assert cells[6] == (
-            f"{100 * g.second_order_median:.0f} % / {100 * g.second_order_p90:.0f} %"
+        assert cells[1] == f"{g.points} · {g.constants} · {g.gpus}"
+        free = (
+            "met"
+            if g.meets(median=median, p90=p90, model="constant_free")
+            else "missed"
         )
+        calibrated = "met" if g.meets(median=median, p90=p90) else "missed"
+        if g.points < reports.MIN_POINTS:
+            free = calibrated = "too few points"
+        assert cells[-1] == f"{free} · {calibrated}"
+        assert cells[3].startswith(
+            f"{100 * g.second_order_median:.0f} % / {100 * g.second_order_p90:.0f} % / "
+        )
+    assert reports.targets("serving") == (0.12, 0.30)
+    assert reports.targets("gemm") == (reports.TARGET_MEDIAN, reports.TARGET_P90)
+
+
+def test_by_gpu_table_has_one_row_per_kind_and_gpu() -> None:
+    table = reports.by_gpu_markdown(("ttft", "attention"))
+    rows = table.splitlines()[2:]
+    groups = [
+        g
+        for k in ("ttft", "attention")
+        for g in validation.summarize(validation.compare(k), key=lambda c: c.point.gpu)
+    ]
+    assert len(rows) == len(groups)
+    assert any(r.startswith("| attention · RTX 4090 |") for r in rows)
 
 
 def test_summary_by_gpu_has_one_row_per_gpu_and_judges_only_10_points() -> None:

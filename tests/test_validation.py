@@ -23,7 +23,8 @@ from helpers import dispatch, inference, ops, published, roofline, serving, vali
 
 @pytest.mark.parametrize("kind", published.KINDS)
 def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> None:
-    """At most one calibration point per GPU and kind; every non-excluded point has three positive predictions."""
+    """At most one calibration point per GPU and kind; every non-excluded point has three positive predictions
+    (two for the engine kinds, which have no naive model: NaN there)."""
     comparisons = validation.compare(kind)
     assert len(comparisons) == len(published.load(kind))
     per_gpu: dict[str, int] = {}
@@ -33,7 +34,11 @@ def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> N
         if c.role == "calibration":
             per_gpu[gpu] += 1
         if c.role != "excluded":
-            assert c.naive > 0 and c.second_order > 0 and c.constant_free > 0
+            assert c.second_order > 0 and c.constant_free > 0
+            if kind in ("serving", "ttft"):
+                assert math.isnan(c.naive)
+            else:
+                assert c.naive > 0
     assert all(n <= 1 for n in per_gpu.values())
     if kind == "peak":
         assert sum(per_gpu.values()) == 0
@@ -42,10 +47,12 @@ def test_every_point_is_predicted_once_with_one_constant_per_gpu(kind: str) -> N
 def test_calibration_points_are_reproduced_and_the_constant_only_slows() -> None:
     """The constant solves its point (unless the model is already slower without it), and is never negative:
     the calibrated model is never faster than the constant-free one."""
-    for kind in ("gemm", "resnet50", "decode", "kv_transfer"):
+    for kind in ("gemm", "resnet50", "decode", "kv_transfer", "serving", "ttft"):
         comparisons = validation.compare(kind)
         for c in validation.with_role(comparisons, "calibration"):
-            assert c.second_order_error == pytest.approx(0, abs=1e-6) or (
+            # the engine kinds bisect their constant in 12 steps (a prediction costs a simulation)
+            tol = 1e-3 if kind in ("serving", "ttft") else 1e-6
+            assert c.second_order_error == pytest.approx(0, abs=tol) or (
                 " 0.00 " in c.reason + " "
             ), (kind, c.series, c.reason, c.second_order_error)
         for c in validation.with_role(comparisons, "validation"):
@@ -104,7 +111,8 @@ def test_batched_gemm_row_by_hand() -> None:
 
     FLOP: 2 * 8192 * 4096 * 7168 * 4 = 1.9241e12 (the 4 groups count). Bytes per group: fp8 A and B,
     (8192*7168 + 7168*4096) * 1, bf16 C 8192*4096*2 = 155,189,248; x 4. The H800 has no peak rows of
-    its own: it takes the other GPUs' fp8 median, (1402.6 + 1453.4) / 2 / 1978.9, and their bandwidth median.
+    its own: it takes the other GPUs' fp8 median, the middle of H100 1402.6/1978.9 = 0.709, GB200 3615.6/5000 = 0.723,
+    H200 1453.4/1978.9 = 0.734, B300 3353.3/4500 = 0.745 and B200 3432.5/4500 = 0.763, and their bandwidth median.
     Constant-free rate = FLOP / ops.gemm_time(..., batch=4, overhead=1.84 us). Dropping the batch from
     the FLOP count would predict a quarter of this rate.
     """
@@ -116,7 +124,7 @@ def test_batched_gemm_row_by_hand() -> None:
     ]
     flops = 2 * 8192 * 4096 * 7168 * 4
     frac_c, frac_m = validation.fractions("H800 SXM", "fp8")
-    assert_allclose(frac_c, (1402.6 + 1453.4) / 2 / 1978.9, rtol=1e-12)
+    assert_allclose(frac_c, 1453.4 / 1978.9, rtol=1e-12)
     device = roofline.achievable(
         "H800 SXM", compute_fraction=frac_c, memory_fraction=frac_m
     )
@@ -265,9 +273,23 @@ def test_h100_fractions_by_hand() -> None:
 
 
 def test_a_gpu_without_peak_rows_takes_the_others_median() -> None:
-    """The H800 SXM has no matmul row: its fp8 fraction is the median of the H100's and H200's fp8 MAMF."""
+    """The H800 SXM has no matmul row: its fp8 fraction is the median of the other GPUs' fp8 MAMF
+    (H100 0.709, GB200 0.723, H200 0.734, B300 0.745, B200 0.763: the H200's)."""
     c, _ = validation.fractions("H800 SXM", "fp8")
-    assert_allclose(c, (1402.6 / 1978.9 + 1453.4 / 1978.9) / 2, rtol=1e-12)
+    assert_allclose(c, 1453.4 / 1978.9, rtol=1e-12)
+
+
+def test_blackwell_and_cdna3_take_their_own_published_matmul_share() -> None:
+    """MAMF bf16: B200 1745.0 / 2250, GB200 1822.0 / 2500, MI300X 668.4 / 1307.4 (the catalog's
+    datasheet peak; the source's 1300 gives its 51.4 %); fp8: B200 3432.5 / 4500."""
+    assert_allclose(validation.fractions("B200", "bf16")[0], 1745.0 / 2250, rtol=1e-12)
+    assert_allclose(validation.fractions("B200", "fp8")[0], 3432.5 / 4500, rtol=1e-12)
+    assert_allclose(
+        validation.fractions("GB200 (per GPU)", "bf16")[0], 1822.0 / 2500, rtol=1e-12
+    )
+    assert_allclose(
+        validation.fractions("MI300X", "bf16")[0], 668.4 / 1307.4, rtol=1e-12
+    )
 
 
 def test_summaries_are_computed_from_the_validation_points() -> None:
@@ -323,11 +345,13 @@ def test_fp16_and_bf16_share_a_fraction() -> None:
 def test_peaks_are_predicted_from_other_architectures() -> None:
     """H100 bf16, leave-one-architecture-out: the median of the non-Hopper 16-bit fractions, by hand.
 
-    A100 (MAMF) 271.2 / 312; L4 66 / 121; RTX 4090 173.31 / 165.2 (above its
-    datasheet); T4 25 / 65. The median of four is the mean of the middle two.
+    A100 (MAMF) 271.2 / 312 = 0.869; L4 66 / 121 = 0.545; RTX 4090 173.31 / 165.2 (above its
+    datasheet); T4 25 / 65 = 0.385; MI300X 668.4 / 1307.4 = 0.511; MI325X 784.9 / 1307.4 = 0.600;
+    GB200 1822 / 2500 = 0.729; B200 1745 / 2250 = 0.776; B300 1769 / 2250 = 0.786. The median
+    of nine is the fifth, the GB200's.
     """
     c, _ = validation.fractions("H100 SXM", "bf16", exclude_architecture=True)
-    assert_allclose(c, (66 / 121 + 271.2 / 312) / 2, rtol=1e-12)
+    assert_allclose(c, 1822 / 2500, rtol=1e-12)
 
 
 def test_excluded_decode_points_say_why_and_capacity_is_the_books() -> None:

@@ -77,7 +77,11 @@ class Prediction:
 
 
 def _solve_constant(
-    time_of: Callable[[float], float], measured_s: float, *, hi: float
+    time_of: Callable[[float], float],
+    measured_s: float,
+    *,
+    hi: float,
+    iterations: int = 60,
 ) -> float:
     """Largest constant ``c >= 0`` with ``time_of(c) <= measured_s``; 0 if even ``c = 0`` is too slow.
 
@@ -96,7 +100,7 @@ def _solve_constant(
         raise ValueError(
             f"no constant up to {hi:g} s reaches the measured {measured_s:g} s"
         )
-    for _ in range(60):
+    for _ in range(iterations):
         mid = (lo + hi) / 2
         if time_of(mid) > measured_s:
             hi = mid
@@ -117,6 +121,10 @@ class _Kind:
     constant: str  # what the constant is, for the calibration table
     same_run: Callable[[PublishedPoint, PublishedPoint], bool]
     hi: float
+    iterations: int = 60
+    """Bisection steps of the constant (fewer where one prediction is costly)."""
+    predict_excluded: bool = True
+    """False: excluded points get NaN predictions (a costly model is not run on them)."""
 
 
 def _time(p: PublishedPoint, value: float) -> float:
@@ -153,6 +161,7 @@ def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
                 partial(_calibration_time, spec, calib),
                 _time(calib, calib.value),
                 hi=spec.hi,
+                iterations=spec.iterations,
             )
         for p in group:
             reason = spec.excluded(p)
@@ -160,8 +169,11 @@ def _compare(points: Sequence[PublishedPoint], spec: _Kind) -> list[Prediction]:
                 if spec.same_run(p, calib):
                     reason = "the same run as its GPU's calibration point"
             naive = _safe(partial(spec.naive, p))
-            free = _safe(partial(spec.model, p, 0.0))
-            calibrated = _safe(partial(spec.model, p, constant))
+            if reason and not spec.predict_excluded:
+                free = calibrated = math.nan
+            else:
+                free = _safe(partial(spec.model, p, 0.0))
+                calibrated = _safe(partial(spec.model, p, constant))
             if reason:
                 role: Role = "excluded"
             elif p is calib:
@@ -190,6 +202,9 @@ def _us(seconds: float) -> str:
 class ErrorSummary:
     """Error statistics of the validating points of one group (fractions, not %).
 
+    ``*_median`` and ``*_p90`` are of the absolute relative error;
+    ``constant_free_signed`` and ``second_order_signed`` are the medians of the
+    signed error (above 0: the model predicts more than published).
     ``constants`` counts the calibration points (one per GPU) among the
     group's predictions; ``gpus`` the GPUs its validating points are on.
     """
@@ -204,6 +219,8 @@ class ErrorSummary:
     constant_free_p90: float = math.nan
     constants: int = 0
     gpus: int = 0
+    constant_free_signed: float = math.nan
+    second_order_signed: float = math.nan
 
     def meets(
         self,
@@ -233,7 +250,9 @@ def summarize(
     for group, items in groups.items():
         naive = np.abs([c.naive_error for c in items])
         second = np.abs([c.second_order_error for c in items])
-        free = np.abs([c.constant_free_error for c in items])
+        free_signed = np.array([c.constant_free_error for c in items])
+        second_signed = np.array([c.second_order_error for c in items])
+        free = np.abs(free_signed)
         out.append(
             ErrorSummary(
                 group,
@@ -246,6 +265,8 @@ def summarize(
                 float(np.percentile(free, 90)),
                 constants[group],
                 len({_gpu_key(c.point) for c in items}),
+                float(np.median(free_signed)),
+                float(np.median(second_signed)),
             )
         )
     return out

@@ -18,7 +18,7 @@ from .. import convnets, dispatch, inference, kvcache, ops, roofline
 from ..achievable import _gpu, _peak_fraction, _prec, achievable_device, fractions
 from ..hardware import Accelerator, Link, get_accelerator
 from ..published import KINDS, Kind, PublishedPoint, load
-from . import LINK_EFFICIENCY, RDMA_LATENCY_S, UNSTATED_PRECISION
+from . import LINK_EFFICIENCY, RDMA_LATENCY_S, UNSTATED_PRECISION, _serving
 from ._engine import (
     Prediction,
     _calibration_time,
@@ -381,6 +381,9 @@ _COMPARE: dict[Kind, Callable[[Sequence[PublishedPoint]], list[Prediction]]] = {
     "resnet50": lambda points: _compare(points, _RESNET),
     "decode": lambda points: _compare(points, _DECODE),
     "kv_transfer": lambda points: _compare(points, _KV),
+    "serving": _serving.compare_serving,
+    "ttft": _serving.compare_ttft,
+    "attention": _serving.compare_attention,
 }
 
 
@@ -397,6 +400,8 @@ _SPECS: dict[Kind, _Kind] = {
     "resnet50": _RESNET,
     "decode": _DECODE,
     "kv_transfer": _KV,
+    "serving": _serving.SERVING,
+    "ttft": _serving.TTFT,
 }
 
 
@@ -411,6 +416,7 @@ def calibrated_constant(kind: Kind, gpu: str | None) -> float:
                 partial(_calibration_time, _SPECS[kind], c.point),
                 _time(c.point, c.point.value),
                 hi=_SPECS[kind].hi,
+                iterations=_SPECS[kind].iterations,
             )
     return 0.0
 
@@ -428,5 +434,8 @@ def implied_constant(point: PublishedPoint) -> float:
         )
     spec = _SPECS[point.kind]
     return _solve_constant(
-        partial(_calibration_time, spec, point), _time(point, point.value), hi=spec.hi
+        partial(_calibration_time, spec, point),
+        _time(point, point.value),
+        hi=spec.hi,
+        iterations=spec.iterations,
     )
