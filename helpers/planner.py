@@ -41,6 +41,7 @@ __all__ = [
     "Plan",
     "MODEL_ALIASES",
     "NODE_GPUS",
+    "OPERATING_POINT",
     "engine_flags",
     "engine_goodput",
     "load_deployments",

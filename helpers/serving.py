@@ -892,7 +892,11 @@ def pd_ratio_gap(
 
 __all__ = [
     "EFFICIENCY_TERMS",
+    "MLA_CORE_DTYPE",
     "TAIL_Z",
+    "TBO_MIN_DECODE_TOKENS",
+    "TBO_SOURCE",
+    "TBO_SPEEDUP",
     "Goodput",
     "PdRatio",
     "colocated_step",
@@ -905,6 +909,7 @@ __all__ = [
     "pd_ratio_measured",
     "step_floor_time",
     "tail_context",
+    "two_batch_overlap",
     "goodput",
     "pd_ratio",
     "speculative_step",
