@@ -60,6 +60,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
 * :mod:`helpers.multigpu` -- what parallelism costs a model: TP, EP, CP and PP collectives
 * :mod:`helpers.prefix_reuse` -- reusing a cached prefix: TinyGPT's suffix
   prefill, and every request of a trace through a tier hierarchy
+* :mod:`helpers.planner` -- planning a deployment: layouts, pools, batch, KV tiers
+  and engine flags under TTFT and TBT targets (``python -m helpers.planner``)
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
   :mod:`helpers.kvtransfer`, :mod:`helpers.kvpool` -- measuring this machine
   (torch, imported lazily; ``kvpool``: a local Mooncake Store pool)
@@ -124,6 +126,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "efficiency",
         "steps",
         "engine",
+        "planner",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
     "book": (

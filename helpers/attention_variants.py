@@ -19,7 +19,7 @@ stores per token or per sequence; :func:`cache_bytes` is what one sequence holds
 a context, :func:`decode_read_bytes` what one decode step of one sequence reads, and
 :func:`reusable_prefix_tokens` how much of a cached prefix an engine can reuse when
 linear layers keep states only at checkpoints. :func:`recompute_flops_per_cache_byte`
-is Chapter 7's ``c(n)`` for such a model: the FLOP that recomputing a prefix costs per
+is Chapter ``transfer_or_recompute``'s ``c(n)`` for such a model: the FLOP that recomputing a prefix costs per
 byte of cache that fetching it moves. Every byte count comes from the model's
 published ``config.json``; the sources are in :data:`MIXES`.
 
@@ -150,7 +150,7 @@ def full_attention_bytes_per_token(mix: str | AttentionMix) -> float:
     """Bytes per token the same model would cache if every attention layer kept every token.
 
     Sliding-window layers counted as full, linear layers as full layers of the
-    full-attention width, and no indexer: the Chapter 6 count for the same depth.
+    full-attention width, and no indexer: the Chapter ``transformer_inference`` count for the same depth.
     """
     m = get_mix(mix)
     return (
@@ -218,7 +218,7 @@ def prefill_flops(mix: str | AttentionMix, context: int) -> float:
 
 
 def recompute_flops_per_cache_byte(mix: str | AttentionMix, context: int) -> float:
-    """Chapter 7's ``c(n)`` for the model: FLOP to recompute a prefix per byte of its cache.
+    """Chapter ``transfer_or_recompute``'s ``c(n)`` for the model: FLOP to recompute a prefix per byte of its cache.
 
     :func:`prefill_flops` over :func:`cache_bytes`. Fetching beats recomputing
     when a GPU's FLOP/s per byte/s of link is below it; a model that stores fewer

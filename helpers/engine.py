@@ -248,6 +248,22 @@ class Capacity:
     kv_bytes: float
 
 
+def _dense_mlp_params(m: ModelConfig) -> float:
+    """Parameters of the MLPs every token runs: dense layers' MLPs and shared experts."""
+    gates = 3 if m.gated_mlp else 2
+    if m.moe is None:
+        return m.n_layers * gates * m.d_model * (m.d_ff or 0)
+    dense = m.moe.first_dense_layers * gates * m.d_model * (m.d_ff or 0)
+    shared = (
+        (m.n_layers - m.moe.first_dense_layers)
+        * m.moe.n_shared
+        * gates
+        * m.d_model
+        * m.moe.d_ff_expert
+    )
+    return dense + shared
+
+
 def _kv_per_token_per_gpu(
     m: ModelConfig, kv_dtype: str, tp: int, dp_attention: bool
 ) -> float:
@@ -327,13 +343,20 @@ def kv_capacity(
     weights = ((param_count(m) - tables) * wb + tables * 2.0) / tp
     if dp_attention:
         weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
+        # and the LM head whole (it runs on each GPU's own sequences, see steps)
+        weights += m.vocab_size * m.d_model * 2.0 * (1 - 1 / tp)
+        # and the dense MLPs and shared experts whole (they run on each GPU's own tokens)
+        weights += _dense_mlp_params(m) * wb * (1 - 1 / tp)
     widest = max(
         m.d_ff if m.moe is None else max(m.d_ff, m.moe.d_ff_expert * m.moe.top_k),
         m.d_model,
     )
     act = (
         budget * (2 * widest / tp + 4 * m.d_model) * 2.0
-        + seqs * m.vocab_size * 4.0 / tp
+        + seqs
+        * m.vocab_size
+        * 4.0
+        / tp  # logits: 1/tp of the vocab, or 1/tp of the seqs
     )
     capacity = device.memory_capacity
     if pre.memory_rule == "static":

@@ -1,4 +1,4 @@
-"""Figures and labels of Part II (Chapters 6 to 12) that would otherwise fill a visible cell.
+"""Figures and labels of Part II (``transformer_inference`` to ``many_gpus``) kept out of visible cells.
 
 Each function draws from numbers the chapter has already computed and shown in
 its code cell; nothing here computes a quantity of the book. :func:`model_label`
@@ -46,7 +46,8 @@ def decode_batch_sweep(
     *,
     title: str,
 ) -> Any:
-    """Chapter 6's figure: decode step bound, its two terms, measured steps and tokens/s against the batch.
+    """Chapter ``transformer_inference``'s figure: the decode step bound, its two terms,
+    measured steps and tokens/s against the batch.
 
     Parameters
     ----------

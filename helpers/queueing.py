@@ -18,6 +18,8 @@ inverts it for a target. Units: seconds; utilisations are fractions.
 
 from __future__ import annotations
 
+import math
+
 from . import _args
 
 
@@ -84,4 +86,71 @@ def md1_max_utilisation(service_s: float, ttft_target_s: float) -> float:
     return 2 * (ttft_target_s - service_s) / (2 * ttft_target_s - service_s)
 
 
-__all__ = ["md1_max_utilisation", "md1_mean_wait"]
+def md1_wait_quantile(service_s: float, utilisation: float, quantile: float) -> float:
+    """Seconds of waiting that a share ``quantile`` of requests does not exceed (approximation).
+
+    A request waits at all with probability ``rho`` (the server is busy when
+    it arrives); the waits of those that do are taken as exponential with
+    mean ``md1_mean_wait / rho``, Kingman's heavy-traffic shape (exact for
+    M/M/1, close for M/D/1 near saturation, where a TTFT target bites). So
+    ``P(W > t) = rho * exp(-t * rho / W_mean)`` and the ``q`` quantile is
+    ``(W_mean / rho) * ln(rho / (1 - q))`` when ``rho > 1 - q``, else 0.
+
+    Parameters
+    ----------
+    service_s : float
+        ``D``, seconds of service (> 0).
+    utilisation : float
+        ``rho`` in [0, 1).
+    quantile : float
+        ``q`` in (0, 1), e.g. 0.9 for a p90 target.
+
+    Examples
+    --------
+    At 80 % load, one request in ten waits more than 5.2 service times:
+
+    >>> round(md1_wait_quantile(1.0, 0.8, 0.9), 2)
+    5.2
+    """
+    mean = md1_mean_wait(service_s, utilisation)
+    q = _args.fraction_below_one("quantile", quantile)
+    if q <= 0:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile}")
+    rho = float(utilisation)
+    if rho <= 1 - q:
+        return 0.0
+    return (mean / rho) * math.log(rho / (1 - q))
+
+
+def md1_max_utilisation_quantile(
+    service_s: float, ttft_target_s: float, *, quantile: float = 0.9
+) -> float:
+    """Highest utilisation at which ``D + md1_wait_quantile(D, rho, q)`` stays within ``ttft_target_s``.
+
+    The quantile counterpart of :func:`md1_max_utilisation`, found by
+    bisection (the quantile grows with ``rho``). 0 when the target is below
+    one service time.
+
+    >>> round(md1_max_utilisation_quantile(0.2, 0.4, quantile=0.9), 2)
+    0.36
+    """
+    service_s = _args.positive("service_s", service_s)
+    ttft_target_s = _args.positive("ttft_target_s", ttft_target_s)
+    if ttft_target_s < service_s:
+        return 0.0
+    lo, hi = 0.0, 0.999999
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if service_s + md1_wait_quantile(service_s, mid, quantile) <= ttft_target_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+__all__ = [
+    "md1_max_utilisation",
+    "md1_max_utilisation_quantile",
+    "md1_mean_wait",
+    "md1_wait_quantile",
+]

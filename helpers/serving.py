@@ -23,7 +23,9 @@ No new cost formula lives here: step times are the roofline bounds of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,7 @@ from .llm import (
     ModelConfig,
     attention_flops,
     decode_cost,
+    get_model,
     kv_cache_bytes_per_token,
     prefill_cost,
     weights_read_bytes,
@@ -368,11 +371,545 @@ def pd_ratio(
     return PdRatio(prefill_s=prefill_s, decode_s=decode_s, ratio=prefill_s / decode_s)
 
 
+# ---------------------------------------------------------------------------
+# Measured efficiency: the terms a roofline leaves out, one switch each
+# ---------------------------------------------------------------------------
+
+EFFICIENCY_TERMS: tuple[str, ...] = (
+    "achievable_compute",
+    "achievable_bandwidth",
+    "collectives",
+    "step_floor",
+    "tail_headroom",
+)
+"""The measured-efficiency terms, in the order chapter ``latency_targets``'s gap table adds them.
+
+* ``"achievable_compute"``: prefill (and every step's FLOP) at the best
+  published matmul share of the datasheet peak (:func:`helpers.achievable.fractions`);
+* ``"achievable_bandwidth"``: decode (and every step's bytes) at the best
+  published share of the datasheet bandwidth (same function);
+* ``"collectives"``: the tensor-parallel all-reduces
+  (:func:`helpers.inference.tp_allreduce_time`) and, for mixture-of-experts
+  layers under expert parallelism, DeepEP's measured all-to-alls
+  (:data:`helpers.multigpu.DEEPEP_LOW_LATENCY_S`);
+* ``"step_floor"``: every kernel of a step pays the GPU's fixed time per kernel
+  (:func:`helpers.inference.kernels_per_step` times :func:`helpers.dispatch.kernel_floor`);
+* ``"tail_headroom"``: a percentile TBT target (Mooncake's mean of the slowest
+  10 % of intervals, or a p90) is met by the slow steps, whose sequences hold
+  more context than the mean (:func:`tail_context`).
+"""
+
+TAIL_Z = 1.2816
+"""Standard normal quantile of 0.9: the p90 of a sum of many independent contexts (central limit)."""
+
+
+def _terms(terms: Collection[str]) -> frozenset[str]:
+    chosen = frozenset(terms)
+    unknown = chosen - set(EFFICIENCY_TERMS)
+    if unknown:
+        raise ValueError(
+            f"terms: unknown {sorted(unknown)}; choose from {list(EFFICIENCY_TERMS)}"
+        )
+    return chosen
+
+
+def efficiency_device(
+    acc: str | Accelerator,
+    *,
+    dtype: str = "bf16",
+    terms: Collection[str] = EFFICIENCY_TERMS,
+) -> Accelerator:
+    """``acc`` derated by the achievable shares that ``terms`` switch on (the datasheet otherwise).
+
+    Catalog GPUs are derated once per (GPU, dtype, terms) and the result reused
+    (the planner prices thousands of steps); an :class:`Accelerator` that is not
+    the catalog's own entry is derated afresh every call.
+    """
+    from .hardware import get_accelerator
+
+    chosen = _terms(terms)
+    device = get_accelerator(acc)
+    if get_accelerator(device.name) is device:
+        return _catalog_efficiency_device(device.name, dtype, chosen)
+    return _derate(device, dtype, chosen)
+
+
+def _derate(acc: str | Accelerator, dtype: str, chosen: frozenset[str]) -> Accelerator:
+    from .achievable import fractions
+    from .roofline import achievable
+
+    compute, memory = fractions(acc, dtype)
+    return achievable(
+        acc,
+        compute_fraction=compute if "achievable_compute" in chosen else 1.0,
+        memory_fraction=memory if "achievable_bandwidth" in chosen else 1.0,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _catalog_efficiency_device(
+    name: str, dtype: str, chosen: frozenset[str]
+) -> Accelerator:
+    return _derate(name, dtype, chosen)
+
+
+def tail_context(mean_context: float, context_std: float, batch: int) -> float:
+    """Per-sequence context of a slow (p90) decode step of ``batch`` sequences, tokens.
+
+    A step reads the KV cache of all its sequences, so its time follows their
+    *sum* of contexts. With contexts drawn independently (mean ``mu``,
+    standard deviation ``sigma``), the sum's p90 is ``b mu + z sqrt(b) sigma``
+    (central limit, ``z`` = :data:`TAIL_Z`), so the p90 step sees a mean
+    context of ``mu + z sigma / sqrt(b)``: large batches average the spread
+    away, small ones do not.
+    """
+    mean_context = _args.non_negative("mean_context", mean_context)
+    context_std = _args.non_negative("context_std", context_std)
+    batch = _args.positive_int("batch", batch)
+    return mean_context + TAIL_Z * context_std / math.sqrt(batch)
+
+
+def step_floor_time(model: str | ModelConfig, acc: str | Accelerator) -> float:
+    """Seconds every step pays before any work: kernels per step times the GPU's fixed time per kernel."""
+    from .dispatch import kernel_floor
+    from .inference import kernels_per_step
+
+    return kernels_per_step(model) * kernel_floor(acc)
+
+
+def _moe_expert_bytes(m: ModelConfig, tokens: float, dtype: str) -> float:
+    """Routed-expert bytes ``tokens`` tokens touch in all MoE layers (0 for a dense model)."""
+    if m.moe is None:
+        return 0.0
+    return weights_read_bytes(m, tokens, dtype=dtype) - weights_read_bytes(
+        m, 0, dtype=dtype
+    )
+
+
+def _ep_comm(
+    m: ModelConfig, tokens_per_rank: float, ep: int, link: Link, *, decode: bool
+) -> float:
+    """Dispatch plus combine seconds of all MoE layers of one step, per rank."""
+    from .multigpu import DEEPEP_LOW_LATENCY_S, ep_alltoall_times
+
+    if m.moe is None or ep <= 1 or tokens_per_rank <= 0:
+        return 0.0
+    moe_layers = m.n_layers - m.moe.first_dense_layers
+    if decode:
+        # DeepEP's measured low-latency kernels at 128 tokens per rank,
+        # scaled by the tokens (their time is mostly bytes on the wire).
+        sizes = sorted(k for k in DEEPEP_LOW_LATENCY_S if k <= max(ep, 8))
+        dispatch, combine = DEEPEP_LOW_LATENCY_S[sizes[-1]]
+        return moe_layers * (dispatch + combine) * max(tokens_per_rank, 1) / 128
+    d, c = ep_alltoall_times(m, max(int(tokens_per_rank), 1), ep, link, latency=0)
+    return moe_layers * (d + c)
+
+
+MLA_CORE_DTYPE = "bf16"
+"""Precision of the MLA core (scores and weighted latents) in DeepSeek's serving.
+
+DeepSeek's inference system overview (open-infra-index, Day 6, March 2025)
+and the V3 report (arXiv:2412.19437, section 3.3) keep the core MLA
+computation and the combine in BF16 while the matmuls and the dispatch run in
+FP8; FlashMLA, the decode kernel, is BF16. So an fp8 model's attention FLOP
+run at the 16-bit peak.
+"""
+
+TBO_SOURCE = "https://lmsys.org/blog/2025-05-05-large-scale-ep"
+"""LMSYS / SGLang blog, 'Deploying DeepSeek with PD Disaggregation and Large-scale
+Expert Parallelism on 96 H100 GPUs' (May 2025), section 'Ablation Study: Two-batch Overlap'."""
+
+TBO_SPEEDUP: dict[str, float] = {"decode": 1.255, "prefill": 1.27}
+"""Measured two-batch-overlap speedup over the same step run without it.
+
+From :data:`TBO_SOURCE` (H100, DeepSeek-V3, EP72 decode / EP32 prefill):
+decode 25.5 % at 256 tokens per GPU (22,310 against the no-overlap run);
+prefill "27 % to 35 %" at the same tokens per GPU, of which the low end is
+taken. Overlap hides only this much of compute plus all-to-all, not the
+whole shorter term that ``max(compute, comm)`` assumes.
+"""
+
+TBO_MIN_DECODE_TOKENS = 128
+"""Tokens per GPU from which two-batch overlap pays in decode.
+
+:data:`TBO_SOURCE`: the decode speedup is "contingent on batch size
+exceeding a threshold between 64 and 128 tokens"; below it overlap gave
+nothing or lost (-27 % at 32 tokens), so an engine runs such steps without
+it. The upper end of the range is taken.
+"""
+
+
+def two_batch_overlap(
+    compute_s: float, comm_s: float, *, tokens: int, decode: bool
+) -> float:
+    """Seconds of an expert-parallel step whose compute and all-to-alls take ``compute_s`` and ``comm_s`` apart.
+
+    Without overlap they add up. With two-batch overlap the step is the sum
+    divided by the measured speedup (:data:`TBO_SPEEDUP`), never shorter
+    than the longer of the two; decode steps of fewer than
+    :data:`TBO_MIN_DECODE_TOKENS` tokens per GPU run without it.
+
+    >>> two_batch_overlap(0.02, 0.0, tokens=256, decode=True)
+    0.02
+    >>> round(two_batch_overlap(0.03, 0.03, tokens=64, decode=True), 3)
+    0.06
+    >>> round(two_batch_overlap(0.03, 0.03, tokens=256, decode=True), 4)
+    0.0478
+    """
+    compute_s = _args.non_negative("compute_s", compute_s)
+    comm_s = _args.non_negative("comm_s", comm_s)
+    tokens = _args.non_negative_int("tokens", tokens)
+    total = compute_s + comm_s
+    if comm_s == 0 or (decode and tokens < TBO_MIN_DECODE_TOKENS):
+        return total
+    speedup = TBO_SPEEDUP["decode" if decode else "prefill"]
+    return max(compute_s, comm_s, total / speedup)
+
+
+def measured_step_time(
+    model: str | ModelConfig,
+    context: float,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int = 0,
+    prefix: int = 0,
+    dtype: str = "bf16",
+    tp: int = 1,
+    ep: int = 1,
+    ep_link: str | Link = "cx7",
+    terms: Collection[str] = EFFICIENCY_TERMS,
+    prompts: int = 1,
+) -> float:
+    """Seconds of one step at measured efficiency: ``batch`` decoding sequences and a ``chunk`` of prompt.
+
+    Dense models (``ep = 1``): :func:`colocated_step` on ``tp`` GPUs of
+    :func:`efficiency_device`, with the tensor-parallel all-reduces when
+    ``"collectives"`` is on, plus :func:`step_floor_time` when
+    ``"step_floor"`` is on.
+
+    Mixture of experts with data-parallel attention and expert parallelism
+    over ``ep`` GPUs (DeepSeek's and SGLang's layout; ``tp`` must be 1): the
+    time of one rank, which holds ``batch`` sequences and the chunk, the
+    non-expert weights whole and ``1/ep`` of the routed experts. Its bytes are
+    the non-expert weights, its share of the experts that all ranks' tokens
+    touch (:func:`helpers.llm.expected_experts_touched`), and its sequences'
+    KV caches; its FLOP those of its own tokens, the MLA core's at the
+    16-bit rate (:data:`MLA_CORE_DTYPE`). The all-to-alls
+    (:func:`_ep_comm`) overlap compute only as much as two-batch overlap
+    was measured to hide (:func:`two_batch_overlap`); a rank's ``chunk`` may
+    hold ``prompts`` equal prompts, each after ``prefix`` cached tokens
+    (prefill at a published tokens-per-GPU batch).
+    ``context`` may be fractional (a mean).
+    """
+    m = get_model(model)
+    chosen = _terms(terms)
+    batch = _args.non_negative_int("batch", batch)
+    chunk = _args.non_negative_int("chunk", chunk)
+    tp = _args.positive_int("tp", tp)
+    ep = _args.positive_int("ep", ep)
+    prompts = _args.positive_int("prompts", prompts)
+    if batch == 0 and chunk == 0:
+        raise ValueError("batch and chunk cannot both be 0")
+    if prompts > 1 and (m.moe is None or ep == 1):
+        raise ValueError(
+            "prompts: several prompts per chunk are priced for MoE ranks only"
+        )
+    if chunk and chunk < prompts:
+        raise ValueError(
+            f"prompts: {prompts} prompts need at least as many chunk tokens, got {chunk}"
+        )
+    device = efficiency_device(acc, dtype=dtype, terms=chosen)
+    floor = step_floor_time(m, acc) if "step_floor" in chosen else 0.0
+    ctx = int(round(_args.non_negative("context", context)))
+    if m.moe is None or ep == 1:
+        link: str | None = AUTO if "collectives" in chosen else None
+        if batch == 0:
+            t = suffix_prefill_time(
+                m, prefix, prefix + chunk, device, dtype=dtype, n_gpus=tp, link=link
+            )
+            return t + floor
+        t = colocated_step_time(
+            m,
+            ctx,
+            device,
+            batch=batch,
+            chunk=chunk,
+            prefix=prefix,
+            dtype=dtype,
+            n_gpus=tp,
+            link=link,
+        )
+        return t + floor
+    if tp != 1:
+        raise ValueError("tp must be 1 with ep > 1: attention runs data-parallel")
+    flops = 0.0
+    attn = 0.0  # the MLA core's share of flops
+    kv = 0.0
+    if batch:
+        dec = decode_cost(m, ctx, batch=batch, dtype=dtype)
+        flops += dec.flops
+        attn += batch * float(attention_flops(m, ctx + 1, absorbed=True))
+        kv += dec.bytes - weights_read_bytes(m, batch, dtype=dtype)
+    if chunk:
+        each = chunk // prompts
+        sizes = [
+            each + (1 if i < chunk - each * prompts else 0) for i in range(prompts)
+        ]
+        for n in sizes:
+            pairs = n * (n + 1) / 2 + n * prefix
+            flops += prefill_cost(m, n, dtype=dtype).flops + float(
+                attention_flops(m, n * prefix)
+            )
+            attn += float(attention_flops(m, pairs))
+        kv += (prompts * prefix + chunk) * kv_cache_bytes_per_token(m, dtype=dtype)
+    if m.mla is not None:
+        # the MLA core runs at the 16-bit rate whatever the matmuls' precision
+        flops += attn * (device.flops(dtype) / device.flops(MLA_CORE_DTYPE) - 1.0)
+    tokens = batch + chunk
+    weights = (
+        weights_read_bytes(m, 0, dtype=dtype)
+        + _moe_expert_bytes(m, tokens * ep, dtype) / ep
+    )
+    parts = breakdown(flops, weights + kv, device, dtype=dtype)
+    comm = 0.0
+    if "collectives" in chosen:
+        from .hardware import get_link
+        from .parallel import tp_link
+
+        link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
+        comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
+    return (
+        two_batch_overlap(parts.seconds, comm, tokens=tokens, decode=chunk == 0) + floor
+    )
+
+
+def moe_rank_kv_bytes(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    *,
+    ep: int,
+    dtype: str = "bf16",
+    reserve: float = 0.1,
+) -> float:
+    """Bytes one rank of an expert-parallel group of ``ep`` GPUs has for KV caches.
+
+    ``capacity * (1 - reserve)`` less the non-expert weights (held whole by every
+    rank, as data-parallel attention needs) and ``1/ep`` of the routed experts.
+    """
+    from .hardware import get_accelerator
+
+    m = get_model(model)
+    ep = _args.positive_int("ep", ep)
+    experts = _moe_expert_bytes(m, 1e12, dtype)
+    from .llm import weight_bytes
+
+    resident = weight_bytes(m, dtype=dtype) - experts + experts / ep
+    return get_accelerator(acc).memory_capacity * (1 - reserve) - resident
+
+
+def measured_max_batch(
+    model: str | ModelConfig,
+    mean_context: float,
+    acc: str | Accelerator,
+    *,
+    tbt_s: float,
+    context_std: float = 0.0,
+    dtype: str = "bf16",
+    tp: int = 1,
+    ep: int = 1,
+    ep_link: str | Link = "cx7",
+    terms: Collection[str] = EFFICIENCY_TERMS,
+    reserve: float = 0.1,
+) -> tuple[int, float, str]:
+    """Largest decode batch (per instance, or per rank under EP) whose slow step meets ``tbt_s``.
+
+    The slow step is :func:`measured_step_time` at :func:`tail_context` when
+    ``"tail_headroom"`` is on (the mean context otherwise). The batch is also
+    capped by the KV caches that fit (at the tail context plus one token).
+
+    Returns
+    -------
+    (batch, step_s, limited_by)
+        ``batch`` 0 when one sequence misses the target or does not fit;
+        ``step_s`` the mean-context step at that batch (the throughput step);
+        ``limited_by`` ``"tbt"`` or ``"memory"``.
+    """
+    from .inference import max_decode_batch
+
+    m = get_model(model)
+    tbt_s = _args.positive("tbt_s", tbt_s)
+    chosen = _terms(terms)
+    opts: dict[str, Any] = {
+        "dtype": dtype,
+        "tp": tp,
+        "ep": ep,
+        "ep_link": ep_link,
+        "terms": chosen,
+    }
+
+    def slow_context(b: int) -> float:
+        if "tail_headroom" in chosen:
+            return tail_context(mean_context, context_std, b)
+        return mean_context
+
+    def fits(b: int) -> bool:
+        ctx = int(math.ceil(slow_context(b)))
+        if m.moe is not None and ep > 1:
+            free = moe_rank_kv_bytes(m, acc, ep=ep, dtype=dtype, reserve=reserve)
+            return b * kv_cache_bytes_per_token(m, dtype=dtype) * (ctx + 1) <= free
+        return (
+            max_decode_batch(m, ctx, acc, n_gpus=tp, dtype=dtype, reserve=reserve) >= b
+        )
+
+    def meets(b: int) -> bool:
+        return measured_step_time(m, slow_context(b), acc, batch=b, **opts) <= tbt_s
+
+    if not fits(1) or not meets(1):
+        return (
+            0,
+            measured_step_time(m, mean_context, acc, batch=1, **opts),
+            ("memory" if not fits(1) else "tbt"),
+        )
+    hi = 2
+    while fits(hi) and meets(hi) and hi < 1 << 20:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid) and meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    limited = "memory" if not fits(lo + 1) else "tbt"
+    return lo, measured_step_time(m, mean_context, acc, batch=lo, **opts), limited
+
+
+def pd_ratio_measured(
+    model: str | ModelConfig,
+    input_tokens: int,
+    output_tokens: int,
+    acc: str | Accelerator,
+    *,
+    tbt_s: float,
+    hit_tokens: int = 0,
+    context_std: float = 0.0,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+    terms: Collection[str] = EFFICIENCY_TERMS,
+) -> PdRatio:
+    """:func:`pd_ratio` at measured efficiency: the batch re-solved under ``tbt_s`` with the chosen terms.
+
+    Prefill: the uncached span (:func:`measured_step_time` with ``batch=0``
+    and the whole span as one chunk after the ``hit_tokens`` prefix). Decode:
+    the largest batch whose slow step meets ``tbt_s``
+    (:func:`measured_max_batch`), each request's ``output_tokens`` steps
+    shared among that batch. Every term that slows decode also shrinks the
+    batch under the target, which is how the terms move the ratio towards
+    decode. ``terms=()`` is the roofline of :func:`pd_ratio` (with the batch
+    under the target found the same way). Dense models on ``n_gpus`` as one
+    tensor-parallel instance.
+    """
+    input_tokens = _args.positive_int("input_tokens", input_tokens)
+    output_tokens = _args.positive_int("output_tokens", output_tokens)
+    hit_tokens = _args.non_negative_int("hit_tokens", hit_tokens)
+    if hit_tokens >= input_tokens:
+        raise ValueError(
+            f"hit_tokens must be below input_tokens ({input_tokens}), got {hit_tokens}"
+        )
+    chosen = _terms(terms)
+    prefill_s = measured_step_time(
+        model,
+        0,
+        acc,
+        batch=0,
+        chunk=input_tokens - hit_tokens,
+        prefix=hit_tokens,
+        dtype=dtype,
+        tp=n_gpus,
+        terms=chosen,
+    )
+    context = mean_decode_context(input_tokens, output_tokens)
+    batch, step, _ = measured_max_batch(
+        model,
+        context,
+        acc,
+        tbt_s=tbt_s,
+        context_std=context_std,
+        dtype=dtype,
+        tp=n_gpus,
+        terms=chosen,
+    )
+    if batch == 0:
+        raise ValueError(
+            f"tbt_s: not even one sequence meets {tbt_s} s on this instance"
+        )
+    decode_s = output_tokens * step / batch
+    return PdRatio(prefill_s=prefill_s, decode_s=decode_s, ratio=prefill_s / decode_s)
+
+
+def pd_ratio_gap(
+    model: str | ModelConfig,
+    input_tokens: int,
+    output_tokens: int,
+    acc: str | Accelerator,
+    *,
+    tbt_s: float,
+    hit_tokens: int = 0,
+    context_std: float = 0.0,
+    dtype: str = "bf16",
+    n_gpus: int = 1,
+) -> list[tuple[str, PdRatio]]:
+    """:func:`pd_ratio_measured` with the :data:`EFFICIENCY_TERMS` switched on one at a time, cumulatively.
+
+    The first row, ``"roofline"``, has no term; each later row adds its term
+    to those above it. Read down the ratio column to see how much of a gap to a
+    measured ratio each term closes.
+    """
+    rows = []
+    for i in range(len(EFFICIENCY_TERMS) + 1):
+        chosen = EFFICIENCY_TERMS[:i]
+        label = "roofline" if i == 0 else EFFICIENCY_TERMS[i - 1]
+        rows.append(
+            (
+                label,
+                pd_ratio_measured(
+                    model,
+                    input_tokens,
+                    output_tokens,
+                    acc,
+                    tbt_s=tbt_s,
+                    hit_tokens=hit_tokens,
+                    context_std=context_std,
+                    dtype=dtype,
+                    n_gpus=n_gpus,
+                    terms=chosen,
+                ),
+            )
+        )
+    return rows
+
+
 __all__ = [
+    "EFFICIENCY_TERMS",
+    "MLA_CORE_DTYPE",
+    "TAIL_Z",
+    "TBO_MIN_DECODE_TOKENS",
+    "TBO_SOURCE",
+    "TBO_SPEEDUP",
     "Goodput",
     "PdRatio",
     "colocated_step",
     "colocated_step_time",
+    "efficiency_device",
+    "measured_max_batch",
+    "measured_step_time",
+    "moe_rank_kv_bytes",
+    "pd_ratio_gap",
+    "pd_ratio_measured",
+    "step_floor_time",
+    "tail_context",
+    "two_batch_overlap",
     "goodput",
     "pd_ratio",
     "speculative_step",

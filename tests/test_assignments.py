@@ -134,9 +134,7 @@ def test_hidden_test_grades_like_the_book(question, func, names, nb):
     grade(expected)
     if question.label in SPEC["answers"]:
         grade(eval(str(SPEC["answers"][question.label])))
-    with pytest.raises(
-        AssertionError, match="Not checked"
-    ):
+    with pytest.raises(AssertionError, match="Not checked"):
         grade(...)
     with pytest.raises(AssertionError, match="off by a factor 10\\^3. Check the units"):
         grade(expected * 1000)

@@ -183,3 +183,100 @@ def test_speculative_step_reads_the_weights_once():
     assert five.memory_s / one.memory_s == pytest.approx(1, abs=0.01)
     with pytest.raises(ValueError, match="drafted"):
         serving.speculative_step(MODEL, 4096, ACC, batch=64, drafted=-1, n_gpus=8)
+
+
+# --- expert-parallel steps: two-batch overlap, the MLA core's precision, prompts per rank
+
+
+@given(
+    c=st.floats(0.0, 1.0),
+    m=st.floats(0.0, 1.0),
+    tokens=st.integers(0, 4096),
+    decode=st.booleans(),
+)
+def test_two_batch_overlap_lies_between_the_longer_term_and_the_sum(
+    c, m, tokens, decode
+):
+    t = serving.two_batch_overlap(c, m, tokens=tokens, decode=decode)
+    assert max(c, m) - 1e-15 <= t <= c + m + 1e-15
+
+
+def test_two_batch_overlap_by_hand():
+    """The measured speedups (LMSYS, May 2025): decode 1.255 from 128 tokens per GPU, none below; prefill 1.27."""
+    assert serving.two_batch_overlap(0.03, 0.03, tokens=127, decode=True) == 0.06
+    assert serving.two_batch_overlap(
+        0.03, 0.03, tokens=128, decode=True
+    ) == pytest.approx(0.06 / 1.255)
+    assert serving.two_batch_overlap(
+        0.03, 0.03, tokens=8, decode=False
+    ) == pytest.approx(0.06 / 1.27)
+    # overlap never beats the longer of the two
+    assert serving.two_batch_overlap(0.05, 0.001, tokens=256, decode=True) == 0.05
+    with pytest.raises(ValueError, match="comm_s"):
+        serving.two_batch_overlap(0.01, -1.0, tokens=1, decode=True)
+
+
+def test_ep_step_is_slower_than_perfect_overlap():
+    """A DeepSeek-V3 decode rank at 256 tokens: longer than max(compute, comm), shorter than their sum."""
+    kw = dict(batch=256, dtype="fp8", ep=72)
+    step = serving.measured_step_time("deepseek-v3", 2000, "H100", **kw)
+    compute = serving.measured_step_time(
+        "deepseek-v3",
+        2000,
+        "H100",
+        terms=("achievable_compute", "achievable_bandwidth"),
+        **kw,
+    )
+    from helpers.hardware import get_link
+
+    comm = serving._ep_comm(
+        llm.get_model("deepseek-v3"), 256, 72, get_link("cx7"), decode=True
+    )
+    floor = serving.step_floor_time("deepseek-v3", "H100")
+    assert max(compute, comm) < step - floor < compute + comm
+
+
+def test_mla_core_runs_at_the_16_bit_rate(monkeypatch):
+    """fp8 weights, bf16 MLA core: the attention FLOP cost the 16-bit peak's time."""
+    kw = dict(batch=256, ep=72, terms=("achievable_compute",))
+    fp8 = serving.measured_step_time("deepseek-v3", 8000, "H100", dtype="fp8", **kw)
+    monkeypatch.setattr(serving, "MLA_CORE_DTYPE", "fp8")
+    all_fp8 = serving.measured_step_time("deepseek-v3", 8000, "H100", dtype="fp8", **kw)
+    m = llm.get_model("deepseek-v3")
+    attn = 256 * llm.attention_flops(m, 8001, absorbed=True)
+    device = serving.efficiency_device(
+        "H100", dtype="fp8", terms=("achievable_compute",)
+    )
+    extra = attn / device.flops("bf16") - attn / device.flops("fp8")
+    assert fp8 - all_fp8 == pytest.approx(
+        extra, rel=1e-6
+    )  # compute-bound at this shape
+
+
+def test_prompts_per_rank_split_the_attention_not_the_linear_work():
+    """One chunk of 8 x 2,000 tokens: fewer attention pairs than one 16,000-token prompt, same tokens."""
+    kw = dict(batch=0, chunk=16_000, dtype="fp8", ep=32, terms=("achievable_compute",))
+    one = serving.measured_step_time("deepseek-v3", 0, "H100", **kw)
+    eight = serving.measured_step_time("deepseek-v3", 0, "H100", prompts=8, **kw)
+    assert eight < one
+    two_k = serving.measured_step_time(
+        "deepseek-v3",
+        0,
+        "H100",
+        batch=0,
+        chunk=2000,
+        dtype="fp8",
+        ep=32,
+        terms=("achievable_compute",),
+    )
+    assert (
+        eight > 7 * two_k
+    )  # the linear work is 8 prompts' worth, the weights read once
+    with pytest.raises(ValueError, match="prompts"):
+        serving.measured_step_time(
+            "llama-3-70b", 0, "H100", batch=0, chunk=4000, prompts=2
+        )
+    with pytest.raises(ValueError, match="prompts"):
+        serving.measured_step_time(
+            "deepseek-v3", 0, "H100", batch=0, chunk=4, ep=32, prompts=8
+        )

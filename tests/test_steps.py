@@ -240,3 +240,41 @@ def test_mi300x_talks_over_infinity_fabric():
     link = parallel.tp_link("MI300X")
     assert link.bandwidth == 448e9 and "Infinity Fabric" in link.name
     assert parallel.tp_link("H100").name == "NVLink 4 (H100)"
+
+
+def test_dp_attention_lm_head_runs_on_each_gpus_own_sequences():
+    # Under data-parallel attention each GPU computes whole-vocabulary logits for its
+    # own sequences (SGLang enable_dp_lm_head): the LM head's time follows the
+    # per-GPU batch, not the replica's, and gathers nothing.
+    def head(tp: int, batch: int) -> float:
+        s = steps.mixed_step(
+            "deepseek-v3", "H100", decode_batch=batch, decode_context=2000,
+            tp=tp, ep=tp, dp_attention=True, weight_dtype="fp8",
+        )  # fmt: skip
+        return s.parts["lm_head"] + s.parts["sampling"]
+
+    assert head(16, 16 * 64) == pytest.approx(head(8, 8 * 64), rel=1e-12)
+    p = steps.pricer("deepseek-v3", "H100", tp=144, ep=144, dp_attention=True,
+                     weight_dtype="fp8")  # fmt: skip
+    m = p.cfg.model
+    lm_s, _, _, _ = p.head(144 * 256)
+    # by hand: a 16-bit GEMM of 256 rows over the whole vocabulary, no all-gather;
+    # at 256 rows it streams the 16-bit table: vocab x d_model x 2 bytes
+    table = m.vocab_size * m.d_model * 2.0
+    memory = (table + 256 * (m.d_model + m.vocab_size) * 2.0) / (p.bw * p.f_mem)
+    assert lm_s == pytest.approx(max(memory, lm_s), rel=1e-12)
+    assert memory <= lm_s < 1.5 * memory
+    assert lm_s < 1e-3  # was 43 ms, an all-gather of 144 x 256 sequences' logits
+
+
+def test_dp_attention_keeps_token_work_per_gpu():
+    # Elementwise work (norms, router softmax, combine) follows each GPU's own
+    # tokens: at a fixed per-GPU batch it hardly moves from EP 8 to EP 144 (only
+    # the expert imbalance grows), where it used to grow with the replica.
+    def elem(tp: int) -> float:
+        return steps.mixed_step(
+            "deepseek-v3", "H100", decode_batch=tp * 256, decode_context=2000,
+            tp=tp, ep=tp, dp_attention=True, weight_dtype="fp8",
+        ).parts["elementwise"]  # fmt: skip
+
+    assert elem(144) < 1.5 * elem(8)

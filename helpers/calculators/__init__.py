@@ -38,6 +38,7 @@ from .kv_tiers import *  # noqa: F403
 from .latency_targets import *  # noqa: F403
 from .matmul_terms import *  # noqa: F403
 from .parallelism import *  # noqa: F403
+from .plan_deployment import *  # noqa: F403
 from .resnet50 import *  # noqa: F403
 from .rooflines import *  # noqa: F403
 from .transfer_or_recompute import *  # noqa: F403
@@ -59,6 +60,7 @@ CALCULATORS: Mapping[str, Callable[..., Calculator]] = MappingProxyType(
         "attention_offload": attention_offload,  # noqa: F405
         "hybrid_strategies": kv_tiers,  # noqa: F405
         "many_gpus": parallelism,  # noqa: F405
+        "plan_deployment": plan_deployment,  # noqa: F405
     }
 )
 """Chapter slug -> the builder of the calculator that chapter shows; the builder's module is

@@ -1,0 +1,1238 @@
+"""Plan a deployment: layouts, pools, batch, chunk and KV tiers under TTFT and TBT targets.
+
+:func:`plan` takes one model, one GPU type, a number of GPUs, a workload
+(mean prompt and output lengths, optionally a trace for prefix reuse) and two
+latency targets, and searches
+
+* **aggregated** layouts: replicas of ``tp`` GPUs (or, for a mixture of
+  experts, data-parallel attention with expert parallelism over ``ep`` GPUs)
+  that run each prompt in chunks inside the decode steps (chunked prefill);
+* **disaggregated** layouts: a prefill pool and a decode pool, each with its
+  own layout, and the P:D split of the GPUs between them.
+
+Every time comes from :func:`helpers.serving.measured_step_time` (the
+roofline of :mod:`helpers.inference` with the measured-efficiency terms of
+:data:`helpers.serving.EFFICIENCY_TERMS`); the TTFT percentile from the M/D/1
+queue of :mod:`helpers.queueing`; the KV tiers from the trace's hit curve
+(:func:`helpers.tiers.trace_fractions`) and the fetch-or-recompute verdict of
+:func:`helpers.tiers.tier_verdicts`; the prefill-to-decode shipment from
+:func:`helpers.kvcache.transfer_time`. Nothing is fitted to the published
+deployments it is compared with (``helpers/data/published/deployments.csv``).
+
+Goodput is counted in output tokens per second per GPU, for requests that
+meet both targets at p90. Costs use a price per GPU-hour the caller supplies
+(the catalog carries none). Run ``python -m helpers.planner --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import _args, inference, llm, queueing, serving
+from .hardware import Accelerator, Link, accelerators, get_accelerator, get_link
+
+__all__ = [
+    "Candidate",
+    "Plan",
+    "MODEL_ALIASES",
+    "NODE_GPUS",
+    "OPERATING_POINT",
+    "engine_flags",
+    "engine_goodput",
+    "load_deployments",
+    "main",
+    "pool_throughputs",
+    "published_comparison",
+    "plan",
+    "resolve_model",
+    "usd_per_million_tokens",
+]
+
+NODE_GPUS = 8
+"""GPUs per server (one NVLink domain of an HGX board); instances of up to this many use NVLink."""
+
+TTFT_QUANTILE = 0.9
+"""The percentile both targets are set on (p90)."""
+
+MODEL_ALIASES: dict[str, str] = {
+    "llama-3.1-70b": "llama-3-70b",
+    "llama-3.3-70b": "llama-3-70b",
+    "llama3-70b": "llama-3-70b",
+    "llama-3.1-8b": "llama-3-8b",
+    "llama3-8b": "llama-3-8b",
+    "deepseek-r1": "deepseek-v3",
+    "deepseek-v3-0324": "deepseek-v3",
+    "kimi-k2-like": "deepseek-v3",
+}
+"""Names readers use for a catalog architecture (same shapes, different weights)."""
+
+
+def resolve_model(name: str | llm.ModelConfig) -> llm.ModelConfig:
+    """The catalog model for ``name`` or one of :data:`MODEL_ALIASES` (``KeyError`` naming ``model`` otherwise)."""
+    if isinstance(name, llm.ModelConfig):
+        return name
+    key = _args.name("model", name).lower().replace("_", "-").replace(" ", "-")
+    return llm.get_model(MODEL_ALIASES.get(key, key))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One layout at its operating point.
+
+    Attributes
+    ----------
+    mode : {'aggregated', 'disaggregated'}
+    prefill_gpus, decode_gpus : int
+        GPUs in each pool (aggregated: all GPUs used in ``decode_gpus``, 0 in prefill).
+    prefill_instances, decode_instances : int
+    prefill_size, decode_size : int
+        GPUs per instance of each pool.
+    tp, ep : int
+        Tensor- and expert-parallel sizes of the decode (or only) pool.
+    dp_attention : bool
+        Attention runs data-parallel (one rank per GPU holds whole sequences).
+    batch : int
+        Decoding sequences per step at the candidate's rate, per instance (per rank under EP).
+    chunk : int
+        Prompt tokens per step (aggregated; the token budget is ``batch + chunk``).
+    rate : float
+        Requests per second served within both targets.
+    ttft_p90_s, tbt_p90_s : float
+        Predicted p90 latencies at that rate.
+    goodput_tokens_per_s_per_gpu : float
+        Output tokens per second per GPU used.
+    binding : str
+        Which constraint decides, in words.
+    gpus : int
+        GPUs used.
+    prefill_tp, prefill_ep : int
+        The prefill pool's layout (disaggregated).
+    batch_cap : int
+        The largest batch the targets and memory allow (the engine's sequence cap).
+    """
+
+    mode: str
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_instances: int
+    decode_instances: int
+    prefill_size: int
+    decode_size: int
+    tp: int
+    ep: int
+    dp_attention: bool
+    batch: int
+    chunk: int
+    rate: float
+    ttft_p90_s: float
+    tbt_p90_s: float
+    goodput_tokens_per_s_per_gpu: float
+    binding: str
+    gpus: int
+    prefill_tp: int = 1
+    prefill_ep: int = 1
+    batch_cap: int = 0
+
+    @property
+    def label(self) -> str:
+        """Short description, e.g. ``"disaggregated 2 x TP4 : 2 x TP4"``."""
+
+        def lay(n: int, size: int, tp: int, ep: int) -> str:
+            kind = f"EP{ep}+DPattn" if ep > 1 else f"TP{tp}"
+            return f"{n} x {kind}"
+
+        if self.mode == "aggregated":
+            return "aggregated " + lay(
+                self.decode_instances, self.decode_size, self.tp, self.ep
+            )
+        return (
+            "disaggregated "
+            + lay(
+                self.prefill_instances,
+                self.prefill_size,
+                self.prefill_tp,
+                self.prefill_ep,
+            )
+            + " : "
+            + lay(self.decode_instances, self.decode_size, self.tp, self.ep)
+        )
+
+
+@dataclass(frozen=True)
+class TierRow:
+    """One KV tier: capacity, the share of prompt tokens it serves, and fetch or recompute."""
+
+    name: str
+    capacity_tokens: int
+    hit_share: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chosen layout, why, and the ranked alternatives (see :func:`plan`)."""
+
+    mode: str
+    prefill_gpus: int
+    decode_gpus: int
+    tp: int
+    ep: int
+    batch: int
+    chunk: int
+    goodput_tokens_per_s_per_gpu: float
+    tokens_per_gpu_hour: float
+    usd_per_million_tokens: float | None
+    binding: str
+    engine_flags: dict[str, str]
+    candidates: list[Candidate]
+    hit_tokens: int
+    tiers: list[TierRow] = field(default_factory=list)
+    why_not_runner_up: str = ""
+    """The best layout of the other mode (else the next), and what holds it back."""
+
+    @property
+    def best(self) -> Candidate:
+        """The winning candidate (first row of :attr:`candidates`)."""
+        return self.candidates[0]
+
+
+def usd_per_million_tokens(
+    tokens_per_s: float, gpus: int, gpu_hour_usd: float
+) -> float:
+    """Dollars per million tokens: ``gpus * price / 3600 / tokens_per_s * 1e6``."""
+    tokens_per_s = _args.positive("tokens_per_s", tokens_per_s)
+    gpus = _args.positive_int("gpus", gpus)
+    price = _args.positive("gpu_hour_usd", gpu_hour_usd)
+    return gpus * price / 3600 / tokens_per_s * 1e6
+
+
+# ---------------------------------------------------------------------------
+# Pools
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Work:
+    model: llm.ModelConfig
+    acc: Accelerator
+    dtype: str
+    isl: int
+    osl: int
+    hit: int
+    context_std: float
+    ttft: float
+    tbt: float
+    network: Link
+
+
+def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
+    """(tp, ep) instance layouts whose weights fit."""
+    out = []
+    if w.model.moe is None:
+        for tp in (1, 2, 4, 8):
+            if tp <= n_gpus and inference.weights_fit(
+                w.model, w.acc, n_gpus=tp, dtype=w.dtype
+            ):
+                out.append((tp, 1))
+    else:
+        ep = NODE_GPUS
+        while ep <= n_gpus:
+            if serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) > 0:
+                out.append((1, ep))
+            ep *= 2
+        if (
+            n_gpus not in [e for _, e in out]
+            and n_gpus >= NODE_GPUS
+            and n_gpus % NODE_GPUS == 0
+        ):
+            if serving.moe_rank_kv_bytes(w.model, w.acc, ep=n_gpus, dtype=w.dtype) > 0:
+                out.append((1, n_gpus))
+    return out
+
+
+def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
+    return {"dtype": w.dtype, "tp": tp, "ep": ep, "ep_link": w.network}
+
+
+def _prefill_service(w: _Work, tp: int, ep: int) -> tuple[float, int]:
+    """(seconds one prompt takes, prompts served at once) on one prefill instance."""
+    t = serving.measured_step_time(
+        w.model,
+        0,
+        w.acc,
+        batch=0,
+        chunk=w.isl - w.hit,
+        prefix=w.hit,
+        **_opts(w, tp, ep),
+    )
+    return t, ep  # under EP every rank prefills its own prompt
+
+
+def _transfer_s(w: _Work, size: int) -> float:
+    """Seconds to ship one prompt's KV cache to the decode pool over one NIC per GPU."""
+    from .kvcache import transfer_time
+
+    return transfer_time(w.model, w.isl, w.network, dtype=w.dtype) / max(
+        1, min(size, NODE_GPUS) if w.model.moe is None else 1
+    )
+
+
+def _prefill_pool(w: _Work, tp: int, ep: int) -> tuple[float, float, str]:
+    """(requests/s one prefill instance serves within the TTFT target, p90 TTFT there, binding)."""
+    service, parallel = _prefill_service(w, tp, ep)
+    ship = _transfer_s(w, tp * ep)
+    budget = w.ttft - ship
+    if budget <= service:
+        why = (
+            "link bandwidth (KV shipment)"
+            if ship > service
+            else "TTFT target (one prefill)"
+        )
+        return 0.0, service + ship, why
+    # the instance as one server of service D / parallel; the TTFT is D plus the wait
+    rho = queueing.md1_max_utilisation_quantile(
+        service / parallel,
+        budget - service + service / parallel,
+        quantile=TTFT_QUANTILE,
+    )
+    rate = rho * parallel / service
+    return rate, w.ttft, f"TTFT target (prefill queue at {rho:.0%} load)"
+
+
+def _decode_pool(w: _Work, tp: int, ep: int) -> tuple[float, int, float, str]:
+    """(requests/s one decode instance serves within the TBT target, batch per rank, step s, binding)."""
+    context = inference.mean_decode_context(w.isl, w.osl)
+    batch, step, limited = serving.measured_max_batch(
+        w.model,
+        context,
+        w.acc,
+        tbt_s=w.tbt,
+        context_std=w.context_std,
+        **_opts(w, tp, ep),
+    )
+    if batch == 0:
+        return (
+            0.0,
+            0,
+            step,
+            "TBT target (one sequence)" if limited == "tbt" else "KV capacity",
+        )
+    ranks = ep if ep > 1 else 1
+    rate = ranks * batch / step / w.osl
+    why = (
+        f"TBT target at batch {batch}"
+        if limited == "tbt"
+        else f"KV capacity at batch {batch}"
+    )
+    return rate, batch, step, why
+
+
+def _aggregated(
+    w: _Work, tp: int, ep: int
+) -> tuple[float, int, int, float, float, str]:
+    """Best (rate, batch, chunk, ttft, tbt, binding) of one aggregated instance."""
+    best = (0.0, 0, 0, math.inf, math.inf, "TBT target (prompt chunks)")
+    ranks = ep if ep > 1 else 1
+    context = inference.mean_decode_context(w.isl, w.osl)
+    uncached = w.isl - w.hit
+    for chunk in (256, 512, 1024, 2048, 4096, 8192, 16384):
+        chunk = min(chunk, uncached)
+        lo, hi = 1, 1
+
+        # largest batch whose chunk-carrying step meets the TBT target
+        def step(b: int, c: int = chunk) -> float:
+            ctx = serving.tail_context(context, w.context_std, b)
+            return serving.measured_step_time(
+                w.model,
+                ctx,
+                w.acc,
+                batch=b,
+                chunk=c,
+                prefix=max(0, uncached - c) // 2 + w.hit,
+                **_opts(w, tp, ep),
+            )
+
+        if step(1) > w.tbt:
+            continue
+        if w.model.moe is None:
+            cap = inference.max_decode_batch(
+                w.model, context + w.osl, w.acc, n_gpus=tp, dtype=w.dtype
+            )
+        else:
+            per = llm.kv_cache_bytes_per_token(w.model, dtype=w.dtype) * (
+                context + w.osl
+            )
+            cap = int(
+                serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) // per
+            )
+        if cap < 1:
+            continue
+        hi = 2
+        while hi <= cap and step(hi) <= w.tbt:
+            hi *= 2
+        hi = min(hi, cap + 1)
+        lo = max(1, hi // 2)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if step(mid) <= w.tbt:
+                lo = mid
+            else:
+                hi = mid
+        b = lo
+        steps = math.ceil(uncached / chunk)
+        prefix = max(0, uncached - chunk) // 2 + w.hit
+
+        def state(
+            lam: float,
+            chunk: int = chunk,
+            prefix: int = prefix,
+            b: int = b,
+            steps: int = steps,
+        ) -> tuple[int, float, float, float] | None:
+            """(batch, step, slow step, p90 TTFT) of one rank serving ``lam`` requests/s; None if it cannot."""
+            found = _smallest_batch(
+                w, tp, ep, lam * w.osl, chunk=chunk, prefix=prefix, cap=b
+            )
+            if found is None:
+                return None
+            b_op, t_op, t_slow = found
+            service = steps * t_op
+            rho = lam * service
+            if rho >= 1:
+                return None
+            ttft = service + queueing.md1_wait_quantile(service, rho, TTFT_QUANTILE)
+            return b_op, t_op, t_slow, ttft
+
+        full = _smallest_batch(w, tp, ep, 0.0, chunk=chunk, prefix=prefix, cap=b)
+        if full is None:
+            continue
+        t_full = serving.measured_step_time(
+            w.model,
+            context,
+            w.acc,
+            batch=b,
+            chunk=chunk,
+            prefix=prefix,
+            **_opts(w, tp, ep),
+        )
+        lam_lo, lam_hi = 0.0, b / t_full / w.osl  # the most the cap batch emits
+        # the highest load whose p90 TTFT meets the target, to 1 part in 65,536
+        for _ in range(16):
+            lam_mid = (lam_lo + lam_hi) / 2
+            st = state(lam_mid)
+            if st is not None and st[3] <= w.ttft:
+                lam_lo = lam_mid
+            else:
+                lam_hi = lam_mid
+        st = state(lam_lo) if lam_lo > 0 else None
+        if st is None:
+            continue
+        b_op, _, t_slow, ttft = st
+        rate = ranks * lam_lo
+        if b_op >= b:
+            why = (
+                f"TBT target at batch {b} (chunk {chunk})"
+                if b < cap
+                else f"KV capacity at batch {b}"
+            )
+        else:
+            why = f"TTFT target (chunked prefill, {steps} steps of {chunk} tokens)"
+        if rate > best[0]:
+            best = (rate, b, chunk, ttft, t_slow, why)
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Search
+# ---------------------------------------------------------------------------
+
+
+def _smallest_batch(
+    w: _Work,
+    tp: int,
+    ep: int,
+    tokens_per_s: float,
+    chunk: int = 0,
+    prefix: int = 0,
+    cap: int | None = None,
+) -> tuple[int, float, float] | None:
+    """Smallest batch (per instance, or per rank) whose steps emit ``tokens_per_s`` output tokens.
+
+    Returns ``(batch, mean step s, slow step s)``, the slow step at
+    :func:`helpers.serving.tail_context`; ``None`` if no batch up to the
+    memory limit keeps up.
+    """
+    context = inference.mean_decode_context(w.isl, w.osl)
+
+    def step(b: int, ctx: float) -> float:
+        return serving.measured_step_time(
+            w.model, ctx, w.acc, batch=b, chunk=chunk, prefix=prefix, **_opts(w, tp, ep)
+        )
+
+    def enough(b: int) -> bool:
+        return b / step(b, context) >= tokens_per_s * (1 - 1e-9)
+
+    if cap is not None:
+        pass
+    elif w.model.moe is None or ep == 1:
+        cap = inference.max_decode_batch(
+            w.model, context + w.osl, w.acc, n_gpus=tp, dtype=w.dtype
+        )
+    else:
+        per = llm.kv_cache_bytes_per_token(w.model, dtype=w.dtype) * (context + w.osl)
+        cap = int(
+            serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) // per
+        )
+    if cap < 1 or not enough(
+        cap
+    ):  # throughput grows with the batch: if the largest fails, all do
+        return None
+    lo, hi = 0, 1
+    while not enough(hi):
+        lo, hi = hi, min(2 * hi, cap)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid
+    b = hi
+    return b, step(b, context), step(b, serving.tail_context(context, w.context_std, b))
+
+
+def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
+    """(batch, p90 TTFT s, p90 TBT s) of candidate ``c`` serving ``rate`` requests/s."""
+    q = TTFT_QUANTILE
+    uncached = w.isl - w.hit
+    if c.mode == "aggregated":
+        ranks = c.ep if c.ep > 1 else 1
+        per_rank = rate / c.decode_instances / ranks
+        prefix = max(0, uncached - c.chunk) // 2 + w.hit
+        found = _smallest_batch(
+            w, c.tp, c.ep, per_rank * w.osl, chunk=c.chunk, prefix=prefix
+        )
+        if found is None:
+            return c.batch, math.inf, math.inf
+        b, t, t_slow = found
+        service = math.ceil(uncached / c.chunk) * t
+        rho = per_rank * service
+        if rho >= 1:
+            return b, math.inf, t_slow
+        ttft = service + queueing.md1_wait_quantile(service, rho, q)
+        if (
+            rho < 1 - q
+        ):  # fewer than one step in ten carries a chunk: the slow interval is a plain step
+            plain = _smallest_batch(
+                w, c.tp, c.ep, per_rank * w.osl, cap=c.batch_cap or c.batch
+            )
+            t_slow = plain[2] if plain is not None else t_slow
+        return b, ttft, t_slow
+    service, parallel = _prefill_service(w, c.prefill_tp, c.prefill_ep)
+    rho = rate / c.prefill_instances * service / parallel
+    if rho >= 1:
+        return c.batch, math.inf, math.inf
+    ship = _transfer_s(w, c.prefill_size)
+    ttft = service + ship + queueing.md1_wait_quantile(service / parallel, rho, q)
+    ranks = c.ep if c.ep > 1 else 1
+    found = _smallest_batch(
+        w,
+        c.tp,
+        c.ep,
+        rate / c.decode_instances / ranks * w.osl,
+        cap=c.batch_cap or c.batch,
+    )
+    if found is None:
+        return c.batch, ttft, math.inf
+    b, _, t_slow = found
+    return b, ttft, t_slow
+
+
+def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
+    out: list[Candidate] = []
+    layouts = _sizes(w, n_gpus)
+    for tp, ep in layouts:
+        size = tp * ep
+        r1, b, chunk, ttft, tbt, why = _aggregated(w, tp, ep)
+        if r1 <= 0:
+            continue
+        if rate is None:
+            n = n_gpus // size
+        else:
+            n = math.ceil(rate / r1)
+            if n * size > n_gpus:
+                continue
+        served = n * r1 if rate is None else rate
+        out.append(
+            Candidate(
+                "aggregated",
+                0,
+                n * size,
+                0,
+                n,
+                0,
+                size,
+                tp,
+                ep,
+                ep > 1,
+                b,
+                chunk,
+                served,
+                ttft,
+                tbt,
+                served * w.osl / (n * size),
+                why,
+                n * size,
+            )
+        )
+    pre = {lay: _prefill_pool(w, *lay) for lay in layouts}
+    dec = {lay: _decode_pool(w, *lay) for lay in layouts}
+    for (ptp, pep), (rp, ttft, pwhy) in pre.items():
+        if rp <= 0:
+            continue
+        psize = ptp * pep
+        for (dtp, dep), (rd, b, step, dwhy) in dec.items():
+            if rd <= 0:
+                continue
+            dsize = dtp * dep
+            best: Candidate | None = None
+            for n_p in range(1, n_gpus // psize + 1):
+                left = n_gpus - n_p * psize
+                if rate is None:
+                    n_d = left // dsize
+                    if n_d < 1:
+                        break
+                else:
+                    n_p = math.ceil(rate / rp)
+                    n_d = math.ceil(rate / rd)
+                    if n_p * psize + n_d * dsize > n_gpus:
+                        break
+                cap_p, cap_d = n_p * rp, n_d * rd
+                served = min(cap_p, cap_d) if rate is None else rate
+                gpus = n_p * psize + n_d * dsize
+                why = pwhy if cap_p < cap_d else dwhy
+                cand = Candidate(
+                    "disaggregated",
+                    n_p * psize,
+                    n_d * dsize,
+                    n_p,
+                    n_d,
+                    psize,
+                    dsize,
+                    dtp,
+                    dep,
+                    dep > 1,
+                    b,
+                    0,
+                    served,
+                    ttft,
+                    w.tbt if "TBT" in dwhy else step,
+                    served * w.osl / gpus,
+                    why,
+                    gpus,
+                    prefill_tp=ptp,
+                    prefill_ep=pep,
+                )
+                if (
+                    best is None
+                    or cand.goodput_tokens_per_s_per_gpu
+                    > best.goodput_tokens_per_s_per_gpu
+                ):
+                    best = cand
+                if rate is not None:
+                    break
+            if best is not None:
+                out.append(best)
+    # every row's latencies at the rate it serves: its own capacity, or the requested rate
+    timed = []
+    for c in out:
+        b, ttft, tbt = _at_rate(w, c, c.rate)
+        timed.append(
+            replace(c, batch=b, batch_cap=c.batch, ttft_p90_s=ttft, tbt_p90_s=tbt)
+        )
+    out = timed
+    out.sort(key=lambda c: (-c.goodput_tokens_per_s_per_gpu, c.gpus))
+    return out
+
+
+def _tier_plan(w: _Work, trace: Any, n_gpus: int) -> tuple[int, list[TierRow], float]:
+    """Hit tokens per request from the trace's reuse through HBM, host DRAM, a remote pool and SSD.
+
+    Also returns the spread (standard deviation) of the trace's decode
+    contexts, prompt plus half the output, for the tail headroom.
+    """
+    from . import tiers as tiers_mod
+    from .traces import Trace, load_trace
+
+    tr = trace if isinstance(trace, Trace) else load_trace(trace)
+    nodes = max(1, n_gpus // NODE_GPUS)
+    hbm = max(1e9, 0.1 * n_gpus * w.acc.memory_capacity)
+    hierarchy = tiers_mod.example_hierarchy(
+        w.acc,
+        n_gpus=min(n_gpus, NODE_GPUS),
+        hbm_bytes=hbm,
+        dram_bytes=max(1.5e12 * nodes, 2 * hbm),
+        pool_bytes=max(1.5e12 * nodes * 4, 4 * hbm),
+        ssd_bytes=max(60e12 * nodes, 8 * hbm),
+    )
+    fractions = tiers_mod.trace_fractions(tr, hierarchy, w.model, dtype=w.dtype)
+    prefix = max(1, int(w.isl * float(sum(fractions[:-1]))))
+    verdicts = tiers_mod.tier_verdicts(
+        w.model, prefix, hierarchy, w.acc, dtype=w.dtype, n_gpus=min(n_gpus, NODE_GPUS)
+    )
+    rows = []
+    hit_share = 0.0
+    for tier, share, v in zip(hierarchy, fractions, verdicts):
+        rows.append(
+            TierRow(
+                tier.name,
+                tier.capacity_tokens(w.model, dtype=w.dtype),
+                float(share),
+                v.verdict,
+            )
+        )
+        if v.verdict == "transfer":
+            hit_share += float(share)
+    spread = float((tr.input_lengths + tr.output_lengths / 2).std())
+    return min(w.isl - 1, int(w.isl * hit_share)), rows, spread
+
+
+def plan(
+    model: str | llm.ModelConfig,
+    acc: str | Accelerator,
+    *,
+    n_gpus: int,
+    input_len: int,
+    output_len: int,
+    ttft_slo_s: float,
+    tbt_slo_s: float,
+    rate: float | None = None,
+    trace: Any = None,
+    hit_rate: float | None = None,
+    gpu_hour_usd: float | None = None,
+    network: str | Link | None = None,
+    dtype: str = "bf16",
+    engine: str = "vllm",
+) -> Plan:
+    """The best layout of ``n_gpus`` GPUs for a workload under p90 TTFT and TBT targets.
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A catalog model or one of :data:`MODEL_ALIASES`.
+    acc : str or Accelerator
+        GPU type (catalog name or alias).
+    n_gpus : int
+        GPUs available (>= 1).
+    input_len, output_len : int
+        Mean prompt and output tokens of a request (>= 1).
+    ttft_slo_s, tbt_slo_s : float
+        p90 targets, seconds (> 0).
+    rate : float, optional
+        Requests per second to serve; ``None``: the most the GPUs serve within the targets.
+    trace : Trace, path or name, optional
+        A request trace whose prefix reuse sizes the KV tiers.
+    hit_rate : float, optional
+        A measured share of prompt tokens served from cache (instead of a trace), in [0, 1).
+    gpu_hour_usd : float, optional
+        Price of one GPU-hour; the catalog carries none.
+    network : str or Link, optional
+        The link between servers (KV shipment, expert all-to-alls, remote tier); default ConnectX-7.
+    dtype : str
+        Weights and KV dtype.
+    engine : str
+        Engine whose flags come first in :attr:`Plan.engine_flags` (``"vllm"``, ``"sglang"``, ``"dynamo"``).
+
+    Raises
+    ------
+    ValueError, KeyError
+        Naming the bad parameter; ``ValueError`` too when no layout meets the targets.
+    """
+    m = resolve_model(model)
+    device = get_accelerator(acc)
+    n_gpus = _args.positive_int("n_gpus", n_gpus)
+    isl = _args.positive_int("input_len", input_len)
+    osl = _args.positive_int("output_len", output_len)
+    ttft = _args.positive("ttft_slo_s", ttft_slo_s)
+    tbt = _args.positive("tbt_slo_s", tbt_slo_s)
+    if rate is not None:
+        rate = _args.positive("rate", rate)
+    if gpu_hour_usd is not None:
+        gpu_hour_usd = _args.positive("gpu_hour_usd", gpu_hour_usd)
+    if engine not in ENGINES:
+        raise ValueError(f"engine: unknown {engine!r}; choose one of {list(ENGINES)}")
+    if trace is not None and hit_rate is not None:
+        raise ValueError("hit_rate: give a trace or a hit rate, not both")
+    link = get_link(network if network is not None else "cx7")
+    w = _Work(m, device, dtype, isl, osl, 0, osl / math.sqrt(12), ttft, tbt, link)
+    tier_rows: list[TierRow] = []
+    if trace is not None:
+        hit, tier_rows, spread = _tier_plan(w, trace, n_gpus)
+        w = replace(w, hit=hit, context_std=spread)
+    elif hit_rate is not None:
+        share = _args.non_negative("hit_rate", hit_rate)
+        if share >= 1:
+            raise ValueError(f"hit_rate must be below 1, got {hit_rate}")
+        w = replace(w, hit=min(isl - 1, int(isl * share)))
+    if not _sizes(w, n_gpus):
+        raise ValueError(
+            f"n_gpus: {m.name}'s weights do not fit in {n_gpus} x {device.name} in {dtype}"
+        )
+    cands = _candidates(w, n_gpus, rate)
+    if not cands:
+        what = f"{rate} requests/s" if rate is not None else "any load"
+        raise ValueError(
+            f"no layout of {n_gpus} x {device.name} serves {what} within TTFT {ttft} s and TBT {tbt} s"
+        )
+    best = cands[0]
+    tokens_s = best.goodput_tokens_per_s_per_gpu * best.gpus
+    usd = (
+        usd_per_million_tokens(tokens_s, best.gpus, gpu_hour_usd)
+        if gpu_hour_usd
+        else None
+    )
+    why = ""
+    other = [c for c in cands if c.mode != best.mode] or cands[1:]
+    if other:
+        r = other[0]
+        why = (
+            f"{r.label} serves {r.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU against "
+            f"{best.goodput_tokens_per_s_per_gpu:,.0f}; it is held back by: {r.binding}"
+        )
+    flags = engine_flags(best, m, dtype=dtype)
+    ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
+    return Plan(
+        best.mode,
+        best.prefill_gpus,
+        best.decode_gpus,
+        best.tp,
+        best.ep,
+        best.batch,
+        best.chunk,
+        best.goodput_tokens_per_s_per_gpu,
+        best.goodput_tokens_per_s_per_gpu * 3600,
+        usd,
+        best.binding,
+        ordered,
+        cands,
+        w.hit,
+        tier_rows,
+        why,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Engine flags
+# ---------------------------------------------------------------------------
+
+ENGINES = ("vllm", "sglang", "dynamo")
+"""Engines :func:`engine_flags` writes flags for."""
+
+ENGINE_SOURCES: dict[str, str] = {
+    "vllm": "docs.vllm.ai engine arguments and disaggregated prefilling (stable docs read Dec 2026; "
+    "chunked prefill and prefix caching are on by default in the V1 engine)",
+    "sglang": "docs.sglang.io server arguments (--tp-size, --dp-size, --ep-size, --enable-dp-attention) and "
+    "PD disaggregation (read Dec 2026)",
+    "dynamo": "NVIDIA Dynamo's TensorRT-LLM worker, python3 -m dynamo.trtllm, as its launch scripts in "
+    "ai-dynamo/dynamo spell it (Dynamo docs v1.5 to v1.7), and TensorRT-LLM 1.4.0rc4 TorchLlmArgs for the "
+    "--extra-engine-args YAML (read Dec 2026)",
+}
+"""Where each engine's flag names were read, with the version (see ``appendix/engines.ipynb``)."""
+
+
+def engine_flags(
+    cand: Candidate, model: llm.ModelConfig, *, dtype: str = "bf16"
+) -> dict[str, str]:
+    """Command-line flags (or config keys) that realise ``cand`` in vLLM, SGLang and Dynamo/TensorRT-LLM."""
+    kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
+    cap = cand.batch_cap or cand.batch
+    budget = cap + cand.chunk
+
+    def vllm_one(tp: int, ep: int, role: str | None, batch: int) -> str:
+        par = (
+            f"--data-parallel-size {ep} --enable-expert-parallel"
+            if ep > 1
+            else f"--tensor-parallel-size {tp}"
+        )
+        s = f"vllm serve <{model.name}> {par}{kv} --max-num-seqs {max(batch, 1)}"
+        if cand.mode == "aggregated":
+            s += f" --max-num-batched-tokens {budget}"
+        if role:
+            s += ' --kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\''
+        return s
+
+    def sglang_one(tp: int, ep: int, role: str | None, batch: int) -> str:
+        par = (
+            f"--tp-size {ep} --dp-size {ep} --enable-dp-attention --ep-size {ep}"
+            if ep > 1
+            else f"--tp-size {tp}"
+        )
+        kv_sglang = " --kv-cache-dtype fp8_e4m3" if dtype == "fp8" else ""
+        s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv_sglang}"
+        s += f" --max-running-requests {max(batch * max(ep, 1), 1)}"
+        if cand.mode == "aggregated":
+            s += f" --chunked-prefill-size {cand.chunk}"
+        if role:
+            s += f" --disaggregation-mode {role} --disaggregation-transfer-backend mooncake"
+        return s
+
+    def trt_one(tp: int, ep: int, role: str | None, batch: int) -> str:
+        tokens = budget if cand.mode == "aggregated" else 8192
+        s = f"python3 -m dynamo.trtllm --model-path <{model.name}> --tensor-parallel-size {max(tp, ep)}"
+        if ep > 1:
+            s += " --enable-attention-dp"
+        s += f" --max-batch-size {max(batch, 1)} --max-num-tokens {tokens}"
+        if role:
+            s += f" --disaggregation-mode {role}"
+        keys = [
+            f"moe_expert_parallel_size: {ep}" if ep > 1 else "",
+            "enable_chunked_prefill: true" if cand.mode == "aggregated" else "",
+            "cache_transceiver_config: {backend: DEFAULT}" if role else "",
+        ]
+        extra = "; ".join(k for k in keys if k)
+        return s + (f" --extra-engine-args <yaml: {extra}>" if extra else "")
+
+    out = {}
+    for name, fn in (("vllm", vllm_one), ("sglang", sglang_one), ("dynamo", trt_one)):
+        if cand.mode == "aggregated":
+            out[name] = f"{cand.decode_instances} x [{fn(cand.tp, cand.ep, None, cap)}]"
+        else:
+            p = fn(cand.prefill_tp, cand.prefill_ep, "prefill", 1)
+            d = fn(cand.tp, cand.ep, "decode", cap)
+            out[name] = (
+                f"prefill {cand.prefill_instances} x [{p}]\ndecode {cand.decode_instances} x [{d}]"
+            )
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+def _report(p: Plan, args: argparse.Namespace) -> str:
+    b = p.best
+    lines = [
+        f"Plan for {args.model} on {args.gpus} x {args.gpu}, {args.isl} in / {args.osl} out, "
+        f"TTFT p90 <= {args.ttft} s, TBT p90 <= {args.tbt} s",
+        f"  layout      : {b.label}  ({b.gpus} GPUs used)",
+        f"  batch/chunk : {b.batch} sequences per step"
+        + (f", chunk {b.chunk} tokens (budget {b.batch + b.chunk})" if b.chunk else ""),
+        f"  goodput     : {p.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU "
+        f"({p.tokens_per_gpu_hour / 1e6:,.2f} M per GPU-hour), {b.rate:,.2f} requests/s",
+        f"  p90 TTFT/TBT: {b.ttft_p90_s:.2f} s / {b.tbt_p90_s * 1e3:.0f} ms",
+        f"  binding     : {p.binding}",
+    ]
+    if p.usd_per_million_tokens is not None:
+        lines.append(
+            f"  cost        : ${p.usd_per_million_tokens:,.3f} per million output tokens"
+        )
+    if p.tiers:
+        lines.append(
+            "  KV tiers    : "
+            + "; ".join(f"{t.name} {t.hit_share:.0%} ({t.verdict})" for t in p.tiers)
+        )
+    if p.why_not_runner_up:
+        lines.append(f"  runner-up   : {p.why_not_runner_up}")
+    lines.append("Engine flags:")
+    for name, flags in p.engine_flags.items():
+        lines.append(f"  [{name}] ({ENGINE_SOURCES[name]})")
+        lines.extend("    " + line for line in flags.splitlines())
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m helpers.planner",
+        description="Plan a deployment: layout, pools, batch and KV tiers under p90 TTFT and TBT targets.",
+    )
+    ap.add_argument(
+        "--model", required=True, help="catalog model, e.g. llama-3-70b, deepseek-v3"
+    )
+    ap.add_argument("--gpu", required=True, help="catalog GPU, e.g. H100, H200, A100")
+    ap.add_argument("--gpus", type=int, required=True, help="GPUs available")
+    ap.add_argument("--isl", type=int, required=True, help="mean prompt tokens")
+    ap.add_argument("--osl", type=int, required=True, help="mean output tokens")
+    ap.add_argument("--ttft", type=float, required=True, help="p90 TTFT target, s")
+    ap.add_argument("--tbt", type=float, required=True, help="p90 TBT target, s")
+    ap.add_argument(
+        "--rate", type=float, help="requests/s to serve (default: the most)"
+    )
+    ap.add_argument(
+        "--trace", help="trace file or name (conversation, synthetic, toolagent, tiny)"
+    )
+    ap.add_argument(
+        "--hit-rate", type=float, help="share of prompt tokens served from cache"
+    )
+    ap.add_argument("--price", type=float, help="USD per GPU-hour")
+    ap.add_argument("--dtype", default="bf16", help="weights and KV dtype (bf16, fp8)")
+    ap.add_argument(
+        "--network", help="link between servers (catalog name, default cx7)"
+    )
+    ap.add_argument("--engine", default="vllm", choices=ENGINES)
+    return ap
+
+
+def _option_for(message: str) -> str:
+    for key, opt in (
+        ("no layout", "--ttft/--tbt"),
+        ("accelerator", "--gpu"),
+        ("model", "--model"),
+        ("n_gpus", "--gpus"),
+        ("input_len", "--isl"),
+        ("output_len", "--osl"),
+        ("ttft", "--ttft"),
+        ("tbt", "--tbt"),
+        ("rate", "--rate"),
+        ("gpu_hour_usd", "--price"),
+        ("link", "--network"),
+        ("hit_rate", "--hit-rate"),
+        ("trace", "--trace"),
+        ("dtype", "--dtype"),
+    ):
+        if key in message:
+            return opt
+    return "input"
+
+
+def main(*, argv: Sequence[str] | None = None) -> int:
+    """Command-line entry: print the plan, the runner-up and the engine flags; 2 on bad input."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.network is not None:
+            get_link(args.network)
+        p = plan(
+            args.model,
+            args.gpu,
+            n_gpus=args.gpus,
+            input_len=args.isl,
+            output_len=args.osl,
+            ttft_slo_s=args.ttft,
+            tbt_slo_s=args.tbt,
+            rate=args.rate,
+            trace=args.trace,
+            hit_rate=args.hit_rate,
+            gpu_hour_usd=args.price,
+            network=args.network,
+            dtype=args.dtype,
+            engine=args.engine,
+        )
+    except (KeyError, ValueError, TypeError, FileNotFoundError) as err:
+        msg = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+        if "accelerator" in msg:
+            msg += f" (catalog: {', '.join(a.name for a in accelerators())})"
+        print(f"error: {_option_for(msg)}: {msg}", file=sys.stderr)
+        return 2
+    try:
+        print(_report(p, args))
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`)
+        pass
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
+
+
+def engine_goodput(
+    model: str | llm.ModelConfig,
+    acc: str | Accelerator,
+    *,
+    input_len: int,
+    output_len: int,
+    ttft_slo_s: float,
+    tbt_slo_s: float,
+    tp: int = 1,
+    replicas: int = 1,
+    engine: str = "vllm",
+    requests: int = 300,
+    rate_max: float = 64.0,
+) -> float:
+    """Highest Poisson rate (requests/s) at which :func:`helpers.engine.serve` meets both p90 targets.
+
+    A second opinion on a co-located plan: the engine simulator runs the
+    scheduler request by request, where :func:`plan` uses formulas. Found by
+    bisection on the rate (10 halvings between 0 and ``rate_max``); 0 if even
+    the lowest rate tried misses a target. TBT is judged on the simulator's p90
+    TPOT.
+    """
+    from . import engine as engine_mod
+
+    ttft = _args.positive("ttft_slo_s", ttft_slo_s)
+    tbt = _args.positive("tbt_slo_s", tbt_slo_s)
+    lo, hi = 0.0, _args.positive("rate_max", rate_max)
+
+    def meets(rate: float) -> bool:
+        r = engine_mod.serve(
+            model,
+            acc,
+            tp=tp,
+            replicas=replicas,
+            input_len=input_len,
+            output_len=output_len,
+            rate=rate,
+            requests=requests,
+            engine=engine,
+        )
+        return r.ttft_p90_s <= ttft and r.tpot_p90_s <= tbt
+
+    for _ in range(10):
+        mid = (lo + hi) / 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# ---------------------------------------------------------------------------
+# Published deployments: the planner beside them
+# ---------------------------------------------------------------------------
+
+DEPLOYMENTS_CSV = "deployments.csv"
+"""File in ``helpers/data/published/`` with the published deployments, one quantity per row."""
+
+
+def _layout(text: str) -> tuple[int, int]:
+    if text.startswith("EP"):
+        return 1, int(text[2:].split("+")[0])
+    return int(text[2:]), 1
+
+
+def load_deployments() -> list[dict[str, str]]:
+    """Rows of ``helpers/data/published/deployments.csv`` (each with its source)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "data" / "published" / DEPLOYMENTS_CSV
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+OPERATING_POINT = ("decode_batch_per_gpu", "decode_kv_len", "prefill_tokens_per_gpu")
+"""Columns of the deployments file that carry a source's own operating point (empty where unstated)."""
+
+
+def _operating_point(row: dict[str, str]) -> dict[str, int]:
+    """The operating point a deployment's source states (column -> value), unstated ones left out."""
+    out = {}
+    for key in OPERATING_POINT:
+        text = row.get(key, "").strip()
+        if text:
+            out[key] = _args.positive_int(key, int(text))
+    return out
+
+
+def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
+    """Predicted per-GPU pool throughputs at a published deployment's own layouts.
+
+    ``prefill_input_tokens_per_s_per_gpu``: prompt tokens (cached ones
+    included, as DeepSeek counts them) one prefill GPU processes per second at
+    full load, one prompt per rank at a time unless the source states its
+    tokens per GPU per forward (:data:`OPERATING_POINT`);
+    ``decode_output_tokens_per_s_per_gpu``: output tokens one decode GPU emits
+    per second at the source's stated batch and KV length, or else at the
+    largest batch meeting the TBT target;
+    ``requests_per_s_per_gpu``: what the published P:D split serves within both
+    targets; ``pd_ratio``: the planner's best split on the same GPUs.
+    """
+    m = resolve_model(row["model"])
+    acc = get_accelerator(row["gpu"])
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    hit = min(isl - 1, int(isl * float(row["hit_rate"])))
+    w = _Work(
+        m,
+        acc,
+        row["dtype"],
+        isl,
+        osl,
+        hit,
+        osl / math.sqrt(12),
+        float(row["ttft_slo_s"]),
+        float(row["tbt_slo_s"]),
+        get_link("cx7"),
+    )
+    ptp, pep = _layout(row["prefill_layout"])
+    dtp, dep = _layout(row["decode_layout"])
+    service, parallel = _prefill_service(w, ptp, pep)
+    prefill_tps = parallel / service * isl / (ptp * pep)
+    rp, _, _ = _prefill_pool(w, ptp, pep)
+    rd, _, _, _ = _decode_pool(w, dtp, dep)
+    decode_tps = rd * osl / (dtp * dep)
+    stated = _operating_point(row)
+    if "prefill_tokens_per_gpu" in stated and pep > 1:
+        # the source's own forward: that many prompt tokens per rank at once
+        prompts = max(1, stated["prefill_tokens_per_gpu"] // isl)
+        t = serving.measured_step_time(
+            m,
+            0,
+            acc,
+            batch=0,
+            chunk=prompts * (isl - hit),
+            prefix=hit,
+            prompts=prompts,
+            **_opts(w, ptp, pep),
+        )
+        prefill_tps = prompts * isl / t
+    if "decode_batch_per_gpu" in stated and dep > 1:
+        # the source's own decode batch and KV length, not the planner's cap
+        b = stated["decode_batch_per_gpu"]
+        ctx = stated.get("decode_kv_len", inference.mean_decode_context(isl, osl))
+        decode_tps = b / serving.measured_step_time(
+            m, ctx, acc, batch=b, **_opts(w, dtp, dep)
+        )
+    pg, dg = int(row["prefill_gpus"]), int(row["decode_gpus"])
+    n_p, n_d = pg // (ptp * pep), dg // (dtp * dep)
+    best = plan(
+        m,
+        acc,
+        n_gpus=int(row["n_gpus"]),
+        input_len=isl,
+        output_len=osl,
+        ttft_slo_s=w.ttft,
+        tbt_slo_s=w.tbt,
+        hit_rate=float(row["hit_rate"]) or None,
+        dtype=row["dtype"],
+    ).best
+    return {
+        "prefill_input_tokens_per_s_per_gpu": prefill_tps,
+        "decode_output_tokens_per_s_per_gpu": decode_tps,
+        "requests_per_s_per_gpu": min(n_p * rp, n_d * rd) / (pg + dg),
+        # no split to compare when the plan keeps both phases together
+        "pd_ratio": best.prefill_gpus / best.decode_gpus
+        if best.mode == "disaggregated"
+        else math.nan,
+        "mode": best.mode,
+    }
+
+
+def published_comparison() -> list[dict[str, Any]]:
+    """Each published quantity beside the planner's prediction: mode, P:D family, value and error."""
+    out = []
+    for row in load_deployments():
+        pred = pool_throughputs(row)
+        published = float(row["value"])
+        predicted = float(pred[row["quantity"]])
+        pub_pd = int(row["prefill_gpus"]) / int(row["decode_gpus"])
+        out.append(
+            {
+                "case": row["case"],
+                "quantity": row["quantity"],
+                "published": published,
+                "predicted": predicted,
+                "error": predicted / published - 1,
+                "published_mode": row["mode"],
+                "planned_mode": pred["mode"],
+                "published_pd": pub_pd,
+                "planned_pd": pred["pd_ratio"],
+                # the side of 1 : 1 only counts where both split the phases
+                "pd_family_right": pred["mode"] == row["mode"] == "disaggregated"
+                and (pub_pd > 1) == (pred["pd_ratio"] > 1),
+                "source": row["source_url"],
+            }
+        )
+    return out

@@ -1,0 +1,355 @@
+"""The deployment planner: hand-worked cases, properties, bad input (function and command line)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import inference, planner, queueing, serving, tiers
+
+
+def test_small_model_fits_one_gpu_and_plans_tp1() -> None:
+    p = planner.plan(
+        "llama-3-8b",
+        "H100",
+        n_gpus=1,
+        input_len=1024,
+        output_len=256,
+        ttft_slo_s=2,
+        tbt_slo_s=0.05,
+    )
+    assert p.best.gpus == 1 and p.tp == 1 and p.ep == 1
+    assert p.mode == "aggregated"  # one GPU cannot be split into two pools
+    # hand check: output tokens/s per GPU never exceed the TBT-bound decode batch over one step
+    b, step, _ = serving.measured_max_batch(
+        "llama-3-8b", 1024 + 128, "H100", tbt_s=0.05
+    )
+    assert p.goodput_tokens_per_s_per_gpu <= b / step + 1e-9
+
+
+def test_tbt_bound_decode_pool_names_its_batch() -> None:
+    rate, batch, step, why = planner._decode_pool(
+        planner._Work(
+            planner.resolve_model("llama-3-70b"),
+            inference.get_accelerator("H100"),
+            "bf16",
+            2048,
+            256,
+            0,
+            0.0,
+            2.0,
+            0.02,
+            planner.get_link("cx7"),
+        ),
+        8,
+        1,
+    )
+    assert why == f"TBT target at batch {batch}"
+    assert step <= 0.02
+    # one more sequence would miss the target (the step grows with the batch)
+    assert (
+        serving.measured_step_time(
+            "llama-3-70b", 2048 + 128, "H100", batch=batch + 1, tp=8
+        )
+        > 0.02
+    )
+    assert rate == pytest.approx(batch / step / 256)
+
+
+def test_cache_tier_that_pays_and_one_that_does_not() -> None:
+    fast = tiers.Tier("NVLink peer HBM", 1e12, 450e9)
+    slow = tiers.Tier("slow disk", 1e13, 0.2e9)
+    v = tiers.tier_verdicts("llama-3-70b", 8192, [fast, slow], "H100", n_gpus=8)
+    assert [c.verdict for c in v] == ["transfer", "recompute"]
+
+
+def test_planner_tiers_from_a_trace_only_count_paying_tiers() -> None:
+    p = planner.plan(
+        "llama-3-8b",
+        "H100",
+        n_gpus=8,
+        input_len=4096,
+        output_len=256,
+        ttft_slo_s=2,
+        tbt_slo_s=0.05,
+        trace="tiny",
+    )
+    assert p.tiers
+    paying = sum(t.hit_share for t in p.tiers if t.verdict == "transfer")
+    assert p.hit_tokens == min(4095, int(4096 * paying))
+
+
+def test_hit_rate_lowers_prefill_and_never_lowers_goodput() -> None:
+    kw = dict(n_gpus=16, input_len=8192, output_len=256, ttft_slo_s=3, tbt_slo_s=0.05)
+    cold = planner.plan("llama-3-70b", "H100", **kw)
+    warm = planner.plan("llama-3-70b", "H100", hit_rate=0.5, **kw)
+    assert warm.goodput_tokens_per_s_per_gpu >= cold.goodput_tokens_per_s_per_gpu
+
+
+def test_candidates_ranked_and_plan_has_flags_for_each_engine() -> None:
+    p = planner.plan(
+        "llama-3-70b",
+        "H100",
+        n_gpus=16,
+        input_len=4096,
+        output_len=512,
+        ttft_slo_s=2,
+        tbt_slo_s=0.05,
+        gpu_hour_usd=2.5,
+    )
+    goodputs = [c.goodput_tokens_per_s_per_gpu for c in p.candidates]
+    assert goodputs == sorted(goodputs, reverse=True)
+    assert {c.mode for c in p.candidates} == {"aggregated", "disaggregated"}
+    assert set(p.engine_flags) == set(planner.ENGINES)
+    assert f"--tensor-parallel-size {p.tp}" in p.engine_flags["vllm"] or p.ep > 1
+    tokens = p.goodput_tokens_per_s_per_gpu * p.best.gpus
+    assert p.usd_per_million_tokens == pytest.approx(
+        p.best.gpus * 2.5 / 3600 / tokens * 1e6
+    )
+    for c in p.candidates:
+        assert c.tbt_p90_s <= 0.05 + 1e-9 and c.ttft_p90_s <= 2 + 1e-9
+
+
+def test_moe_plans_expert_parallel_with_dp_attention() -> None:
+    p = planner.plan(
+        "deepseek-v3",
+        "H800",
+        n_gpus=32,
+        input_len=2048,
+        output_len=512,
+        ttft_slo_s=2,
+        tbt_slo_s=0.05,
+        dtype="fp8",
+    )
+    assert p.ep >= 8 and p.best.dp_attention
+    assert "--enable-dp-attention" in p.engine_flags["sglang"]
+
+
+def test_p90_wait_quantile_against_the_mean() -> None:
+    # the p90 wait exceeds the mean wait at high load and is 0 at low load
+    assert queueing.md1_wait_quantile(1.0, 0.95, 0.9) > queueing.md1_mean_wait(
+        1.0, 0.95
+    )
+    assert queueing.md1_wait_quantile(1.0, 0.05, 0.9) == 0.0
+
+
+def test_pd_gap_table_rows_are_cumulative() -> None:
+    rows = serving.pd_ratio_gap("llama-2-70b", 15325, 149, "A800", tbt_s=0.1, n_gpus=8)
+    assert [r[0] for r in rows] == ["roofline", *serving.EFFICIENCY_TERMS]
+    # achievable compute slows prefill only: the prefill seconds grow, decode's stay
+    assert rows[1][1].prefill_s > rows[0][1].prefill_s
+    assert rows[1][1].decode_s == pytest.approx(rows[0][1].decode_s)
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    tbt=st.sampled_from([0.03, 0.05, 0.1]),
+    looser=st.sampled_from([1.5, 2.0, 4.0]),
+)
+def test_looser_slo_never_lowers_goodput(tbt: float, looser: float) -> None:
+    kw = dict(n_gpus=4, input_len=2048, output_len=256, ttft_slo_s=2.0)
+    tight = planner.plan("llama-3-70b", "H100", tbt_slo_s=tbt, **kw)
+    loose = planner.plan("llama-3-70b", "H100", tbt_slo_s=tbt * looser, **kw)
+    assert loose.goodput_tokens_per_s_per_gpu >= tight.goodput_tokens_per_s_per_gpu * (
+        1 - 1e-9
+    )
+
+
+@settings(max_examples=6, deadline=None)
+@given(extra=st.integers(min_value=0, max_value=8))
+def test_more_gpus_never_raise_cost_at_fixed_load(extra: int) -> None:
+    kw = dict(
+        input_len=2048,
+        output_len=256,
+        ttft_slo_s=2.0,
+        tbt_slo_s=0.05,
+        rate=2.0,
+        gpu_hour_usd=2.0,
+    )
+    base = planner.plan("llama-3-70b", "H100", n_gpus=8, **kw)
+    more = planner.plan("llama-3-70b", "H100", n_gpus=8 + extra, **kw)
+    assert (
+        more.usd_per_million_tokens is not None
+        and base.usd_per_million_tokens is not None
+    )
+    assert more.usd_per_million_tokens <= base.usd_per_million_tokens * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [
+        ({"n_gpus": 0}, "n_gpus"),
+        ({"input_len": -1}, "input_len"),
+        ({"ttft_slo_s": 0}, "ttft_slo_s"),
+        ({"tbt_slo_s": math.nan}, "tbt_slo_s"),
+        ({"rate": -2.0}, "rate"),
+        ({"gpu_hour_usd": 0}, "gpu_hour_usd"),
+        ({"engine": "tgi"}, "engine"),
+        ({"hit_rate": 1.0}, "hit_rate"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs: dict, word: str) -> None:
+    args = dict(n_gpus=8, input_len=1024, output_len=128, ttft_slo_s=2, tbt_slo_s=0.05)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=word):
+        planner.plan("llama-3-70b", "H100", **args)
+
+
+def test_unknown_model_and_gpu_raise_key_error() -> None:
+    with pytest.raises(KeyError, match="model"):
+        planner.plan(
+            "gpt-9",
+            "H100",
+            n_gpus=8,
+            input_len=1,
+            output_len=1,
+            ttft_slo_s=1,
+            tbt_slo_s=1,
+        )
+    with pytest.raises(KeyError, match="accelerator"):
+        planner.plan(
+            "llama-3-70b",
+            "X1",
+            n_gpus=8,
+            input_len=1,
+            output_len=1,
+            ttft_slo_s=1,
+            tbt_slo_s=1,
+        )
+
+
+def test_weights_that_do_not_fit_say_so() -> None:
+    with pytest.raises(ValueError, match="n_gpus"):
+        planner.plan(
+            "llama-3-70b",
+            "L4",
+            n_gpus=1,
+            input_len=512,
+            output_len=64,
+            ttft_slo_s=2,
+            tbt_slo_s=0.1,
+        )
+
+
+BASE = [
+    "--model",
+    "llama-3-70b",
+    "--gpu",
+    "H100",
+    "--gpus",
+    "16",
+    "--isl",
+    "4096",
+    "--osl",
+    "512",
+    "--ttft",
+    "2",
+    "--tbt",
+    "0.05",
+]
+
+
+def test_cli_prints_plan_runner_up_and_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert planner.main(argv=[*BASE, "--price", "2.5"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "layout" in out and "runner-up" in out and "[vllm]" in out and "[sglang]" in out
+    )
+    assert "per million output tokens" in out
+
+
+def test_cli_accepts_aliases(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [*BASE]
+    args[1], args[3] = "Llama-3.3-70B", "h100 sxm5"
+    assert planner.main(argv=args) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "option"),
+    [
+        (("--gpu", "H999"), "--gpu"),
+        (("--model", "gpt-9"), "--model"),
+        (("--gpus", "0"), "--gpus"),
+        (("--tbt", "-1"), "--tbt"),
+    ],
+)
+def test_cli_bad_input_names_the_option(
+    change: tuple[str, str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*BASE]
+    args[args.index(change[0]) + 1] = change[1]
+    assert planner.main(argv=args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}:") and "Traceback" not in err
+    if option == "--gpu":
+        assert "H100 SXM" in err  # the catalog is listed
+
+
+def test_published_comparison_has_every_case_with_a_source() -> None:
+    rows = planner.published_comparison()
+    assert {r["case"].split("-")[0] for r in rows} >= {
+        "mooncake",
+        "distserve",
+        "deepseek",
+        "sglang",
+    }
+    for r in rows:
+        assert r["source"].startswith("https://")
+        # a plan that keeps the phases together has no P:D ratio to compare
+        assert math.isfinite(r["predicted"]) or (
+            r["quantity"] == "pd_ratio" and r["planned_mode"] == "aggregated"
+        )
+
+
+def test_engine_goodput_meets_the_targets_at_the_rate_it_returns() -> None:
+    from helpers import engine
+
+    kw = dict(input_len=512, output_len=64, requests=100, rate_max=64.0)
+    rate = planner.engine_goodput(
+        "llama-3-8b", "H100", ttft_slo_s=0.3, tbt_slo_s=0.02, **kw
+    )
+    assert rate > 0
+    r = engine.serve(
+        "llama-3-8b", "H100", input_len=512, output_len=64, rate=rate, requests=100
+    )
+    assert r.ttft_p90_s <= 0.3 and r.tpot_p90_s <= 0.02
+    looser = planner.engine_goodput(
+        "llama-3-8b", "H100", ttft_slo_s=0.6, tbt_slo_s=0.04, **kw
+    )
+    assert looser >= rate
+
+
+def test_cli_names_the_targets_when_nothing_meets_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = [*BASE]
+    args[args.index("--ttft") + 1] = "0.01"
+    assert planner.main(argv=args) == 2
+    assert capsys.readouterr().err.startswith("error: --ttft/--tbt:")
+
+
+def test_published_pools_are_priced_at_the_sources_operating_point() -> None:
+    """SGLang's decode row: 256 sequences per GPU at KV length 2,000, as its blog states, not the planner's cap."""
+    row = next(
+        r for r in planner.load_deployments() if r["case"] == "sglang-96h100-decode"
+    )
+    assert row["decode_batch_per_gpu"] == "256" and row["decode_kv_len"] == "2000"
+    assert "https://" in row["operating_point_source"]
+    got = planner.pool_throughputs(row)["decode_output_tokens_per_s_per_gpu"]
+    step = serving.measured_step_time(
+        "deepseek-v3", 2000, "H100", batch=256, dtype="fp8", ep=72
+    )
+    assert got == pytest.approx(256 / step)
+    blank = dict(
+        row, decode_batch_per_gpu="", decode_kv_len="", prefill_tokens_per_gpu=""
+    )
+    assert planner.pool_throughputs(blank)[
+        "decode_output_tokens_per_s_per_gpu"
+    ] != pytest.approx(got)
+    with pytest.raises(ValueError, match="decode_batch_per_gpu"):
+        planner.pool_throughputs(dict(row, decode_batch_per_gpu="0"))
