@@ -171,7 +171,7 @@ def worst_markdown(kind: Kind, *, n: int = 4) -> str:
             c.series,
             c.point.label,
             format_si(c.point.value, c.point.unit),
-            format_si(c.naive, c.point.unit),
+            "—" if math.isnan(c.naive) else format_si(c.naive, c.point.unit),
             format_si(c.constant_free, c.point.unit),
             format_si(c.second_order, c.point.unit),
             f"{100 * c.second_order_error:+.0f} %",

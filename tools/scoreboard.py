@@ -24,8 +24,8 @@ published values):
 * **AIConfigurator** ``cli_estimate`` (aggregated serving, TensorRT-LLM
   performance tables of the GPU's system): a batch the source states is used
   as is (a static batch, the clients of a TTFT point); a full-load point takes
-  the best output throughput over batches 256 and 1024 that fit in
-  memory (no KV-capacity warning). Models: the Llama 3.1 configurations it
+  the largest of batches 1024, 256, 64 and 16 that fits in memory (no error,
+  no KV-capacity warning). Models: the Llama 3.1 configurations it
   ships (same shapes as the catalog's Llama-3-8B/70B and Llama-3.1-405B);
   others need a download from Hugging Face, unreachable here.
 * **MLSys·im** (one accelerator per model: tensor parallelism not covered):
@@ -78,7 +78,7 @@ AIC_MODELS = {
     "llama-3.1-405b": "meta-llama/Meta-Llama-3.1-405B",
 }
 AIC_GEMM = {"fp8": "fp8", "fp4": "nvfp4", "fp16": "bfloat16", "bf16": "bfloat16"}
-AIC_BATCHES = (256, 1024)
+AIC_BATCHES = (1024, 256, 64, 16)
 
 MLSYSIM_HARDWARE = {
     "H100 SXM": "H100",
@@ -163,7 +163,9 @@ def _aic(row: dict[str, str]) -> tuple[float, str, str]:
             )
         else:
             best, version, note, errors = math.nan, "", "", []
-            for batch in AIC_BATCHES:
+            for (
+                batch
+            ) in AIC_BATCHES:  # largest first: full load is the largest batch that fits
                 try:
                     r = cli_estimate(model, system, batch_size=batch, **common)
                 except Exception as err:  # noqa: BLE001 (a batch that fails does not fit)
@@ -171,12 +173,13 @@ def _aic(row: dict[str, str]) -> tuple[float, str, str]:
                     continue
                 version = r.backend_version
                 if r.kv_cache_warning:
+                    errors.append(f"batch {batch}: KV capacity warning")
                     continue
-                if not best >= r.tokens_per_second:
-                    best, note = (
-                        r.tokens_per_second,
-                        f"best of batches {AIC_BATCHES}: {batch}",
-                    )
+                best, note = (
+                    r.tokens_per_second,
+                    f"largest batch of {AIC_BATCHES} that fits: {batch}",
+                )
+                break
             if math.isnan(best):
                 return (
                     math.nan,
