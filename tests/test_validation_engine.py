@@ -48,7 +48,11 @@ def test_every_point_names_its_source_run_and_setting(kind):
 
 def test_the_issue_asks_for_enough_points():
     """#35: at least 20 serving points over at least 2 GPUs, 10 TTFT points, 8 attention points (validating)."""
-    for kind, points, gpus in (("serving", 20, 2), ("ttft", 10, 2), ("attention", 8, 1)):
+    for kind, points, gpus in (
+        ("serving", 20, 2),
+        ("ttft", 10, 2),
+        ("attention", 8, 1),
+    ):
         valid = validation.with_role(validation.compare(kind), "validation")
         assert len(valid) >= points, kind
         assert len({c.point.gpu for c in valid}) >= gpus, kind
@@ -95,8 +99,7 @@ def test_serving_prediction_is_the_engines_own():
     (c,) = [
         c
         for c in validation.compare("serving")
-        if c.point.gpu == "H200 SXM"
-        and c.point.label == "Llama-3-8B, 1000/1000, fp8"
+        if c.point.gpu == "H200 SXM" and c.point.label == "Llama-3-8B, 1000/1000, fp8"
     ]
     r = engine.serve(
         "llama-3-8b",
@@ -149,7 +152,8 @@ def test_attention_rate_by_hand():
         [
             c
             for c in validation.compare("attention")
-            if c.point.setting["causal"] == mask and c.point.setting["head_dim"] == "128"
+            if c.point.setting["causal"] == mask
+            and c.point.setting["head_dim"] == "128"
         ][0]
         for mask in ("false", "true")
     ]
