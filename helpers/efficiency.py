@@ -214,29 +214,53 @@ def attention_fractions(acc: str | Accelerator) -> AttentionFractions:
 
 
 def busbw_fraction(link_name: str, *, algorithm: str = "ring") -> float:
-    """NCCL's measured bus bandwidth over ``link_name`` as a share of its line rate (``collectives.csv``).
+    """A collective's measured bus bandwidth over ``link_name``, as a share of its line rate (``collectives.csv``).
 
-    ``algorithm`` is ``"ring"`` or ``"nvls"`` (NVLink SHARP all-reduce, whose
-    bus bandwidth exceeds the line rate because the switch does the sums).
-    A link with no row takes NVLink 4's share (the same NCCL protocol
-    overhead, about 20 % by the maintainers' account).
+    ``algorithm``: ``"ring"`` (NCCL's all-reduce), ``"nvls"`` (NVLink
+    SHARP all-reduce, whose bus bandwidth exceeds the line rate because the
+    switch does the sums) or ``"alltoall"`` (MoE dispatch and combine:
+    DeepEP's measured bottleneck bandwidth). A link with no row of that
+    algorithm takes the median share of the links that have one (the same
+    protocol overheads, about 20 % by NCCL's maintainers' account).
 
-    >>> round(busbw_fraction("NVLink 4 (H100)"), 3)
-    0.822
+    >>> round(busbw_fraction("NVLink 4 (H100)"), 3), round(busbw_fraction("NVLink 4 (H100)", algorithm="alltoall"), 3)
+    (0.822, 0.786)
     """
-    from .hardware import get_link
-
     rows = [r for r in _rows("collectives") if r["algorithm"] == algorithm]
     if not rows:
-        raise ValueError(f"algorithm must be 'ring' or 'nvls', got {algorithm!r}")
-    mine = [r for r in rows if r["link"] == link_name] or [
-        r for r in rows if r["link"] == "NVLink 4 (H100)"
-    ]
-    row = mine[0]
-    return float(row["busbw"]) / get_link(row["link"]).bandwidth
+        raise ValueError(
+            f"algorithm must be 'ring', 'nvls' or 'alltoall', got {algorithm!r}"
+        )
+    mine = [r for r in rows if r["link"] == link_name] or rows
+    shares = sorted(float(r["busbw"]) / float(r["line"]) for r in mine)
+    mid = len(shares) // 2
+    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2
+
+
+def eager_dispatch_s(*, framework: str = "PyTorch eager") -> float:
+    """CPU time an eager framework spends issuing one operator (s), from ``host.csv``, with its source.
+
+    PyTorch eager: 1.2 us per elementwise op (a published loop of ``x + y``
+    on small CUDA tensors). Ops that pick a cuBLAS or cuDNN algorithm
+    spend more, so for a network of convolutions this is a lower bound; pass
+    it as ``dispatch_s`` to :func:`helpers.dispatch.stream_time`.
+
+    >>> eager_dispatch_s()
+    1.2e-06
+    """
+    for row in _rows("host"):
+        if (
+            row["framework"].lower() == framework.lower()
+            and row["quantity"] == "dispatch_s_per_op"
+        ):
+            return float(row["value"])
+    raise KeyError(
+        f"framework {framework!r} has no published dispatch time in host.csv"
+    )
 
 
 __all__ = [
+    "eager_dispatch_s",
     "AttentionFractions",
     "GemmFloor",
     "attention_fractions",

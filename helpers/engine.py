@@ -43,7 +43,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate, steps
-from .hardware import GIB, Accelerator, get_accelerator
+from .hardware import GIB, Accelerator, Link
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
 
@@ -92,6 +92,14 @@ class EnginePreset:
         Memory the CUDA graphs' pool takes per GPU.
     notes : str
         Which values are documented defaults and which are assumptions.
+    large_gpu_gib : float
+        GPUs with at least this much memory get ``token_budget`` and ``max_seqs``;
+        smaller ones the ``_small`` values.
+    a100_small : bool
+        Whether an A100 counts as small whatever its memory (vLLM's rule).
+    memory_fraction_by_tp : tuple of (int, float)
+        ``(min_tp, fraction)`` pairs that replace ``memory_fraction`` from
+        ``min_tp`` GPUs per replica up (SGLang lowers its static share with TP).
     """
 
     name: str
@@ -110,11 +118,16 @@ class EnginePreset:
     host_per_seq_s: float
     graph_pool_bytes: float
     notes: str = ""
+    large_gpu_gib: float = 70.0
+    a100_small: bool = True
+    memory_fraction_by_tp: tuple[tuple[int, float], ...] = ()
 
 
 _VLLM_GRAPHS = (1, 2, 4, *range(8, 513, 8))
-_SGLANG_GRAPHS = (1, 2, 4, *range(8, 257, 8))
-_TRT_GRAPHS = (1, 2, 4, 8, 16, 32, 64, 128)
+_SGLANG_GRAPHS = (1, 2, 4, *range(8, 161, 8))
+_TRT_GRAPHS: tuple[
+    int, ...
+] = ()  # enable_padding is off by default: no batch is padded
 
 PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
     {
@@ -138,14 +151,17 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             2e-6,
             0.5 * GIB,
             "Budgets, sequences, memory share, block size and graph sizes are vLLM's documented defaults. "
-            "The host costs and the graph pool are assumptions (not from a source, not fitted).",
+            "vLLM schedules on the CPU between steps (asynchronous scheduling is an option, off by default), so "
+            "its host cost shows; its size (0.3 ms + 2 us per sequence) and the graph pool are assumptions, "
+            "not from a source and not fitted.",
         ),
         "sglang": EnginePreset(
             "sglang",
             "0.4",
-            "python/sglang/srt/server_args.py, ServerArgs.__post_init__ (chunked_prefill_size 8192 and "
-            "cuda_graph_max_bs 256 on 80 GB-class GPUs; 2048 on smaller ones; page_size 1; "
-            "mem_fraction_static about 0.88 at TP 1); https://docs.sglang.ai/backend/server_arguments.html",
+            "python/sglang/srt/server_args.py (v0.4), ServerArgs.__post_init__: mem_fraction_static 0.88 at "
+            "TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 from TP 16; chunked_prefill_size 8192 "
+            "(2048 below 25 GB); cuda_graph_max_bs 160; page_size 1; "
+            "https://docs.sglang.ai/backend/server_arguments.html",
             8192,
             2048,
             4096,
@@ -155,18 +171,25 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             1,
             _SGLANG_GRAPHS,
             0.1,
-            1e-4,
-            1e-6,
+            0.0,
+            0.0,
             0.5 * GIB,
             "SGLang reserves a decaying share of each request's output (new_token_ratio, down to 0.1). "
-            "The host costs are assumptions: its overlap scheduler hides most CPU work.",
+            "No host cost: its overlap scheduler prepares batch n+1 on the CPU while the GPU runs batch n "
+            "(SGLang v0.4 blog, 'Zero-overhead batch scheduler', https://lmsys.org/blog/2024-12-04-sglang-v0-4/, "
+            "whose Nsight profile shows no GPU idle time between decode batches). "
+            "max_running_requests is sized from memory by SGLang; 4096 here is only a cap.",
+            large_gpu_gib=25.0,
+            a100_small=False,
+            memory_fraction_by_tp=((2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)),
         ),
         "trtllm": EnginePreset(
             "trtllm",
             "0.20",
-            "tensorrt_llm/llmapi: BuildConfig max_num_tokens 8192, max_batch_size 2048; "
-            "KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32; CapacitySchedulerPolicy "
-            "GUARANTEED_NO_EVICT; https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
+            "tensorrt_llm/llmapi/llm_args.py: max_batch_size 2048, max_num_tokens 8192; KvCacheConfig "
+            "tokens_per_block 32, free_gpu_memory_fraction 0.9; CudaGraphConfig enable_padding False; "
+            "CapacitySchedulerPolicy GUARANTEED_NO_EVICT; "
+            "https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/",
             8192,
             8192,
             2048,
@@ -176,11 +199,12 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             32,
             _TRT_GRAPHS,
             1.0,
-            1e-4,
-            1e-6,
+            0.0,
+            0.0,
             0.5 * GIB,
             "The capacity scheduler's default reserves every request's whole output (no eviction). "
-            "The host costs are assumptions.",
+            "No host cost: the overlap scheduler, on by default, runs the CPU work of step n beside the GPU "
+            "work of step n+1 (https://nvidia.github.io/TensorRT-LLM/latest/torch/features/overlap_scheduler.html).",
         ),
     }
 )
@@ -199,8 +223,18 @@ def preset(name: str | EnginePreset) -> EnginePreset:
     return PRESETS[key]
 
 
-def _large(acc: Accelerator) -> bool:
-    return acc.memory_capacity >= 70 * GIB and not acc.name.startswith("A100")
+def _large(acc: Accelerator, pre: EnginePreset) -> bool:
+    if pre.a100_small and acc.name.startswith("A100"):
+        return False
+    return acc.memory_capacity >= pre.large_gpu_gib * GIB
+
+
+def _memory_fraction(pre: EnginePreset, tp: int) -> float:
+    frac = pre.memory_fraction
+    for min_tp, value in sorted(pre.memory_fraction_by_tp):
+        if tp >= min_tp:
+            frac = value
+    return frac
 
 
 @dataclass(frozen=True)
@@ -244,7 +278,8 @@ def kv_capacity(
     """KV tokens a replica of ``tp`` GPUs holds under ``engine``'s memory rules.
 
     Per GPU, with ``memory_rule`` ``'total'`` (vLLM): ``memory_fraction *
-    capacity`` less the weights it stores (``param_count * bytes / tp``; with
+    capacity`` less the weights it stores (``param_count * bytes / tp``, the
+    embedding and LM-head tables in 16 bits whatever ``weight_dtype``; with
     ``dp_attention`` the attention weights whole on every GPU), less the
     activation peak of a full-budget step (the widest layer's input and
     output for every budget token, and fp32 logits for every sequence), less
@@ -261,7 +296,7 @@ def kv_capacity(
     (True, 1024)
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     w = _validate.name("weight_dtype", weight_dtype)
@@ -276,21 +311,22 @@ def kv_capacity(
         kv_dtype=kv_dtype,
     ).cfg.kv_dtype
     budget = (
-        (pre.token_budget if _large(device) else pre.token_budget_small)
+        (pre.token_budget if _large(device, pre) else pre.token_budget_small)
         if token_budget is None
         else _validate.positive_int("token_budget", token_budget)
     )
     seqs = (
-        (pre.max_seqs if _large(device) else pre.max_seqs_small)
+        (pre.max_seqs if _large(device, pre) else pre.max_seqs_small)
         if max_seqs is None
         else _validate.positive_int("max_seqs", max_seqs)
     )
     frac = (
-        pre.memory_fraction
+        _memory_fraction(pre, tp)
         if memory_fraction is None
         else _validate.fraction("memory_fraction", memory_fraction)
     )
-    weights = param_count(m) * wb / tp
+    tables = m.vocab_size * m.d_model * (1 if m.tied_embeddings else 2)  # 16-bit
+    weights = ((param_count(m) - tables) * wb + tables * 2.0) / tp
     if dp_attention:
         weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
     widest = max(
@@ -349,6 +385,8 @@ class ServeResult:
         Requests evicted and recomputed because the KV cache filled.
     peak_batch : int
         The most sequences that ran in one iteration (one replica).
+    gpus : int
+        GPUs in the deployment, ``tp * replicas``.
     """
 
     output_tokens_per_s: float
@@ -364,6 +402,12 @@ class ServeResult:
     iterations: int = 0
     preemptions: int = 0
     peak_batch: int = 0
+    gpus: int = 1
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        """``output_tokens_per_s / gpus``: what one GPU of the deployment delivers."""
+        return self.output_tokens_per_s / self.gpus
 
 
 class _Sim:
@@ -371,7 +415,7 @@ class _Sim:
 
     def __init__(
         self,
-        p: steps._Pricer,
+        p: steps.Pricer,
         pre: EnginePreset,
         cap: Capacity,
         input_len: int,
@@ -397,6 +441,8 @@ class _Sim:
         return float(np.interp(rows, self.grid, self.lin))
 
     def pad(self, b: int) -> int:
+        if not len(self.graph_sizes):
+            return b
         i = int(np.searchsorted(self.graph_sizes, b))
         return int(self.graph_sizes[i]) if i < len(self.graph_sizes) else b
 
@@ -461,6 +507,25 @@ class _Sim:
         fin_heap: list[tuple[int, int]] = []
         kv_sum = 0.0  # cached tokens of the decoding sequences
         blocks_used = 0
+        length = np.zeros(n_requests, dtype=np.int64)  # tokens whose KV is stored
+        held = np.zeros(n_requests, dtype=np.int64)  # KV blocks each request holds
+        is_dec = np.zeros(n_requests, dtype=bool)
+
+        def grow(steps_: int) -> int:
+            """Decoders store ``steps_`` more tokens each; blocks newly taken."""
+            length[is_dec] += steps_
+            need = -(-length[is_dec] // bs)
+            extra = np.maximum(need - held[is_dec], 0)
+            held[is_dec] += extra
+            return int(extra.sum())
+
+        def release(rid: int) -> int:
+            freed = int(held[rid])
+            held[rid] = 0
+            length[rid] = 0
+            is_dec[rid] = False
+            return freed
+
         reserve = self.pre.reserve_output
         now = 0.0
         it = 0
@@ -504,11 +569,12 @@ class _Sim:
                     break
                 waiting.popleft()
                 prefilling.append(rid)
+                held[rid] = nb
                 blocks_used += nb
                 running += 1
             peak = max(peak, running)
             if not decoding and not prefilling:
-                if waiting and blocks_used == 0:
+                if waiting:
                     raise ValueError(
                         f"input_len + output_len: one request needs {need_blocks(waiting[0]) * bs} KV tokens, "
                         f"the engine holds {cap_tokens}"
@@ -549,8 +615,7 @@ class _Sim:
                 busy_seq_time += b * total
                 now += total
                 kv_sum += k * b
-                if reserve < 1.0:
-                    blocks_used += -(-(k * b) // bs)
+                blocks_used += grow(k)
                 it += k
                 out_tokens += k * b
                 trace_t.append(now)
@@ -576,8 +641,7 @@ class _Sim:
                 now += step
                 it += 1
                 kv_sum += b
-                if reserve < 1.0:
-                    blocks_used += -(-b // bs)
+                blocks_used += grow(1)
                 out_tokens += b + len(finishing)
                 for (c, _), rid in zip(chunks, list(prefilling)):
                     done_prefill[rid] += c
@@ -589,7 +653,7 @@ class _Sim:
                     if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
-                        blocks_used -= need_blocks(rid)
+                        blocks_used -= release(rid)
                         if closed_loop is not None and sent < n_requests:
                             arrive[sent] = now
                             sent += 1
@@ -597,6 +661,8 @@ class _Sim:
                     decoding[rid] = it + left_to_decode
                     heapq.heappush(fin_heap, (it + left_to_decode, rid))
                     kv_sum += I + int(gen0[rid]) + 1
+                    is_dec[rid] = True
+                    length[rid] = I + int(gen0[rid])
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
@@ -608,11 +674,10 @@ class _Sim:
                 finish[rid] = now
                 completed += 1
                 kv_sum -= I + O
-                blocks_used -= blocks_of(I + O) if reserve < 1.0 else need_blocks(rid)
+                blocks_used -= release(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
                     sent += 1
-            blocks_used = max(blocks_used, 0)
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
                 rid = next(
@@ -621,7 +686,7 @@ class _Sim:
                 end = decoding.pop(rid)
                 gen = O - (end - it)
                 kv_sum -= I + gen
-                blocks_used -= blocks_of(I + gen)
+                blocks_used -= release(rid)
                 done_prefill[rid] = 0
                 gen0[rid] = gen
                 waiting.appendleft(rid)
@@ -713,6 +778,8 @@ def serve(
     max_seqs: int | None = None,
     memory_fraction: float | None = None,
     seed: int = 0,
+    link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -744,14 +811,29 @@ def serve(
         Expert parallelism (1 or ``tp``) and data-parallel attention, for MoE models.
     token_budget, max_seqs, memory_fraction
         Override the preset's per-iteration token budget, sequence cap and memory share.
+    link : str, Link or None
+        What the replica's collectives cross: ``"auto"`` (:func:`helpers.parallel.tp_link`),
+        a link, or ``None`` (no communication).
+    gemm_overlap : float
+        Inside-GEMM overlap sensitivity, 0 to 1 (:func:`helpers.steps.pricer`).
     seed : int
         Seed of the Poisson arrivals.
 
     With none of ``requests``, ``concurrency`` and ``rate``: full load, the
-    engine's largest batch (memory or ``max_num_seqs``) kept full, in steady state.
+    engine's largest batch kept full, in steady state: as many closed-loop
+    clients as ``max_num_seqs`` or as the KV cache holds sequences of the mean
+    length ``input_len + output_len / 2`` (:attr:`ServeResult.max_batch`),
+    whichever is smaller. Steady-state rates and latencies are measured
+    between the first wave's end and the last request's arrival (warm-up and
+    ramp-down left out); with ``requests`` every request counts and the rate
+    is tokens over the makespan.
+
+    Returns
+    -------
+    ServeResult
     """
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = steps._device(acc)
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     replicas = _validate.positive_int("replicas", replicas)
@@ -768,6 +850,8 @@ def serve(
         weight_dtype=weight_dtype,
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
+        link=link,
+        gemm_overlap=gemm_overlap,
     )
     cap = kv_capacity(
         m,
@@ -870,6 +954,7 @@ def serve(
         iterations=int(out["iterations"]),  # type: ignore[call-overload]
         preemptions=int(out["preemptions"]),  # type: ignore[call-overload]
         peak_batch=int(out["peak"]),  # type: ignore[call-overload]
+        gpus=tp * replicas,
     )
 
 

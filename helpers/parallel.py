@@ -58,7 +58,11 @@ from .hardware import Accelerator, Link, get_accelerator, get_link
 
 ALGORITHMS = ("ring", "tree")
 """The algorithms every collective here offers."""
-_TP_LINKS = {"NVLink 4 (H100)": ("H100", "H200", "H20"), "NVLink 3 (A100)": ("A100",)}
+_TP_LINKS = {
+    "NVLink 5 (B200, GB200 NVL72)": ("B200", "B300", "GB200"),
+    "NVLink 4 (H100)": ("H100", "H200", "H20"),
+    "NVLink 3 (A100)": ("A100",),
+}
 _EXPORT_NVLINK = Link(
     "NVLink (A800/H800, 400 GB/s)",
     200e9,
@@ -67,6 +71,17 @@ _EXPORT_NVLINK = Link(
     "The China-market A800 and H800 SXM: NVLink cut to 400 GB/s in total, 200 GB/s per "
     "direction (the catalog's A800 and H800 notes; nvidia.cn/data-center/a800/ and /h800/). "
     "Latency as the other NVLinks, an order of magnitude.",
+)
+_INFINITY_FABRIC = Link(
+    "Infinity Fabric (MI300X, 7 x 64 GB/s)",
+    448e9,
+    1e-6,
+    "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
+    "amd-instinct-mi300x-data-sheet.pdf",
+    "An MI300X OAM's seven Infinity Fabric links to the other seven GPUs of a platform, 128 GB/s "
+    "each in both directions together (896 GB/s aggregate, the datasheet): 448 GB/s per direction "
+    "when a collective uses them all, as RCCL's rings over the fully connected mesh do. Latency as "
+    "NVLink's, an order of magnitude.",
 )
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 """The collectives :func:`collective_time` and :func:`bus_bandwidth` accept."""
@@ -253,16 +268,22 @@ def bus_bandwidth(collective: str, nbytes: float, n: int, time_s: float) -> floa
 def tp_link(acc: str | Accelerator) -> Link:
     """The catalog link a tensor-parallel group of ``acc`` GPUs in one server talks over.
 
-    H100, H200 and H20 SXM boards: NVLink 4 through NVSwitch (450 GB/s per
+    B200, B300 and GB200: NVLink 5 through NVSwitch (900 GB/s per direction
+    per GPU, the catalog's NVLink 5 link); H100, H200 and H20 SXM boards:
+    NVLink 4 through NVSwitch (450 GB/s per
     direction per GPU, the H100 datasheet); A100 SXM: NVLink 3 (300 GB/s per
     direction). Every other GPU in the catalog, PCIe 4.0 x16 (T4, L4, A10G and
     RTX 4090 have no NVLink; the V100's NVLink 2 is not a catalog link, so
     PCIe is a conservative stand-in for it). The A800 and H800, whose NVLink
-    is cut to 400 GB/s in total, get a link of 200 GB/s per direction.
+    is cut to 400 GB/s in total, get a link of 200 GB/s per direction; the
+    MI300X and MI325X, their seven Infinity Fabric links together (448 GB/s
+    per direction, the MI300X datasheet's 896 GB/s aggregate).
     """
     name = get_accelerator(acc).name
     if name.startswith(("A800", "H800")):
         return _EXPORT_NVLINK
+    if name.startswith(("MI300X", "MI325X")):
+        return _INFINITY_FABRIC
     for link, prefixes in _TP_LINKS.items():
         if name.startswith(prefixes):
             return get_link(link)

@@ -16,7 +16,8 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
   routed experts as one grouped GEMM, the shared experts): compute share
   ``f_c`` = the published achievable matmul share of the GPU in that
   precision (:func:`helpers.achievable.fractions`) times the tile and wave
-  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`); memory
+  utilisation of the shape (:func:`helpers.ops.gemm_efficiency`; for a GPU
+  with no published SM count, the tiles' share alone, :func:`helpers.ops.tile_efficiency`); memory
   share and fixed cost from a line through published small-GEMM timings
   (:func:`helpers.efficiency.gemm_floor`). Low-bit weights whose precision
   the tensor cores lack (int4, fp4 before Blackwell, fp8 before Hopper) are
@@ -29,18 +30,27 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 * **elementwise** (two fused add-RMSNorms, rotary embedding, SiLU-and-mul,
   and a per-token quantisation before each group of 8-bit GEMMs) at the
   memory roof with the GEMMs' streaming share.
-* **LM head** over the sequences that need logits, and **sampling** (a few
-  kernels over ``seqs x vocab`` fp32 logits).
+* **LM head** over the sequences that need logits, in 16 bits whatever the
+  weights' precision (vLLM's and ModelOpt's FP8 and INT4 schemes quantise the
+  blocks' linear layers, not the LM head or the embeddings), and **sampling**
+  (a few kernels over ``seqs x vocab`` fp32 logits).
 * **collectives**: two tensor-parallel all-reduces per layer at NCCL's
   measured bus bandwidth (:func:`helpers.efficiency.busbw_fraction`), the
   faster of ring and tree as NCCL picks; with expert parallelism, a
-  dispatch and a combine all-to-all per MoE layer.
+  dispatch and a combine all-to-all per MoE layer at DeepEP's measured
+  share of the link (:func:`helpers.efficiency.busbw_fraction`,
+  ``algorithm="alltoall"``), the busiest GPU's experts waiting for
+  :func:`imbalance`.
 * **floor**: every kernel pays :func:`helpers.dispatch.kernel_floor`
   (GEMMs the larger :func:`helpers.efficiency.gemm_floor`).
 
 Nothing overlaps except what the engine overlaps: nothing, in the engines
 modelled (vLLM, SGLang and TensorRT-LLM run one stream per step; SGLang's
-two-batch overlap for DeepSeek is not modelled).
+two-batch overlap for DeepSeek is not modelled). Inside one kernel the
+roofline's perfect overlap of loads and math is kept (``max``); for GEMMs
+near the ridge (``m`` of a few hundred rows) that is optimistic, and
+``gemm_overlap=1`` shows the other end (:func:`helpers.roofline.overlap_bounds`);
+the calibration data has no GEMM-versus-rows curve to place them between.
 
 :func:`decode_step`, :func:`prefill_step` and :func:`mixed_step` return a
 :class:`StepTime`: the seconds, where they went (per kernel class), and the
@@ -166,9 +176,11 @@ class StepTime:
     seconds : float
         The prediction: the sum of the kernels' times and collectives (s).
     parts : Mapping[str, float]
-        Seconds per kernel class (:data:`KERNEL_CLASSES`), floors included.
+        Seconds per kernel class (:data:`KERNEL_CLASSES`, each its roofline
+        term at its measured share) and ``"floors"``, every kernel's fixed
+        cost together; they sum to ``seconds``.
     floor_s : float
-        The kernels' fixed costs, already inside ``parts`` (s).
+        The kernels' fixed costs, ``parts["floors"]`` (s).
     bound_s : float
         The whole-step roofline of the same kernels, ``max(sum flops / peak,
         sum bytes / bandwidth)`` at datasheet peaks plus the collectives: a
@@ -196,7 +208,8 @@ def prefill_attention_efficiency(
     tiles it computes (``nb = ceil(tokens / block)``) hold ``tokens (tokens +
     1) / 2`` useful pairs. Its ``heads * nb`` thread blocks (one per query
     tile and head) fill the SMs in waves (:func:`helpers.ops.gemm_utilization`'s
-    rule). The product is the share kept; 1 only for long sequences.
+    rule; left out for a GPU with no published SM count). The product is the
+    share kept; 1 only for long sequences.
 
     >>> round(prefill_attention_efficiency(512, 32, "H100"), 2)
     0.78
@@ -209,8 +222,8 @@ def prefill_attention_efficiency(
     useful = tokens * (tokens + 1) / 2
     computed = nb * (nb + 1) / 2 * block * block
     ctas = heads * nb
-    sms = get_accelerator(acc).sms()
-    waves = ctas / (math.ceil(ctas / sms) * sms)
+    sms = get_accelerator(acc).sm_count
+    waves = 1.0 if sms is None else ctas / (math.ceil(ctas / sms) * sms)
     return useful / computed * waves
 
 
@@ -268,10 +281,18 @@ class _Config:
     act_dtype: str
     kv_dtype: str
     link: Link | None
+    gemm_overlap: float = 0.0
 
 
-class _Pricer:
-    """Per-token-count step prices for one deployment, tabulated once (the engine calls it every iteration)."""
+class Pricer:
+    """One deployment's kernel prices, cached: what :func:`mixed_step` sums and the engine calls.
+
+    Made by :func:`pricer` (one per model, GPU, parallelism, precisions and
+    link). Its methods give the token-proportional kernels of a step
+    (``linear_part``), decode and prefill attention (``decode_attention``,
+    ``prefill_attention``) and the LM head with sampling (``head``), each as
+    seconds with the FLOP and bytes behind them.
+    """
 
     def __init__(self, cfg: _Config) -> None:
         self.cfg = cfg
@@ -282,6 +303,7 @@ class _Pricer:
         self.f_mem = gf.memory_fraction
         self.cdtype = compute_dtype(acc, cfg.weight_dtype, cfg.act_dtype)
         self.f_comp = achievable.fractions(acc, self.cdtype)[0]
+        self.f_comp16 = achievable.fractions(acc, "bf16")[0]
         self.peak = (
             FP4_DENSE_FLOPS[acc.name]
             if self.cdtype == "fp4"
@@ -319,18 +341,30 @@ class _Pricer:
             return per_token  # a latent is not split across heads
         return per_token * max(1, m.n_kv_heads // self.attn_tp) / m.n_kv_heads
 
-    def gemm(self, rows: float, g: _Gemm) -> tuple[float, float, float]:
-        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows."""
+    def gemm(
+        self, rows: float, g: _Gemm, *, wide: bool = False
+    ) -> tuple[float, float, float]:
+        """(seconds without floor, flops, bytes) of one GEMM (or grouped GEMM) over ``rows`` token rows.
+
+        ``wide``: a 16-bit GEMM whatever the deployment's precision (the LM head).
+        """
         if rows <= 0:
             return 0.0, 0.0, 0.0
         per_group = max(rows * g.rows_share, 1e-9)
         flops = 2.0 * per_group * g.n * g.k * g.groups
-        wbytes = g.n * g.k * self.wbytes * g.groups
-        abytes = per_group * g.groups * (g.k * self.abytes + g.n * 2.0)
+        wb, ab = (2.0, 2.0) if wide else (self.wbytes, self.abytes)
+        wbytes = g.n * g.k * wb * g.groups
+        abytes = per_group * g.groups * (g.k * ab + g.n * 2.0)
         mrows = max(1, math.ceil(per_group))
-        util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
-        compute = flops / (self.peak * self.f_comp * util)
-        if self.dequant:
+        if self.cfg.acc.sm_count is None:  # waves unknown: the tiles' useful share only
+            util = ops.tile_efficiency(mrows, g.n)
+        else:
+            util = ops.gemm_efficiency(mrows, g.n, g.k, self.cfg.acc, batch=g.groups)
+        if wide:
+            compute = flops / (self.peak16 * self.f_comp16 * util)
+        else:
+            compute = flops / (self.peak * self.f_comp * util)
+        if self.dequant and not wide:
             tiles = math.ceil(per_group / 128)
             compute += (
                 tiles
@@ -341,7 +375,8 @@ class _Pricer:
                 / self.vector_peak
             )
         memory = (wbytes + abytes) / (self.bw * self.f_mem)
-        return max(compute, memory), flops, wbytes + abytes
+        shown = self.cfg.gemm_overlap * min(compute, memory)
+        return max(compute, memory) + shown, flops, wbytes + abytes
 
     def elementwise(self, nbytes: float) -> float:
         return nbytes / (self.bw * self.f_mem)
@@ -479,7 +514,7 @@ class _Pricer:
         if cfg.ep <= 1 or cfg.link is None:
             return 0.0
         assert m.moe is not None
-        frac = efficiency.busbw_fraction(cfg.link.name)
+        frac = efficiency.busbw_fraction(cfg.link.name, algorithm="alltoall")
         derated = Link(
             cfg.link.name, cfg.link.bandwidth * frac, cfg.link.latency, cfg.link.source
         )
@@ -540,11 +575,13 @@ class _Pricer:
                 flops / (self.peak16 * eff),
                 nbytes / (self.bw * self.attn.decode_memory),
             )
-            if self.cfg.dp_attention:
-                t /= 1  # a chunk runs on the one GPU that owns its sequence
             total_s += t
             flops_all += flops
             bytes_all += nbytes
+        if self.cfg.dp_attention:
+            # each chunk runs on the GPU that owns its sequence: the replica's GPUs
+            # share the chunks, taken as evenly balanced
+            total_s /= self.cfg.tp
         return m.n_layers * total_s, m.n_layers * flops_all, m.n_layers * bytes_all
 
     def head(self, seqs: int) -> tuple[float, float, float, float]:
@@ -559,7 +596,7 @@ class _Pricer:
     def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
         vocab = m.vocab_size // self.cfg.tp
-        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"))
+        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"), wide=True)
         gather = 0.0
         if self.cfg.tp > 1 and self.cfg.link is not None:
             gather = parallel.allgather_time(
@@ -631,10 +668,18 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     return "bf16"
 
 
-_PRICERS: dict[tuple, _Pricer] = {}
+def _device(acc: str | Accelerator) -> Accelerator:
+    """``get_accelerator(acc)``, its ``KeyError`` naming the parameter ``acc``."""
+    try:
+        return get_accelerator(acc)
+    except KeyError as err:
+        raise KeyError(f"acc: {err.args[0]}") from None
 
 
-def _pricer(cfg: _Config) -> _Pricer:
+_PRICERS: dict[tuple, Pricer] = {}
+
+
+def _pricer(cfg: _Config) -> Pricer:
     acc = cfg.acc
     key = (
         cfg.model,
@@ -650,12 +695,13 @@ def _pricer(cfg: _Config) -> _Pricer:
         None
         if cfg.link is None
         else (cfg.link.name, cfg.link.bandwidth, cfg.link.latency),
+        cfg.gemm_overlap,
     )
     hit = _PRICERS.get(key)
     if hit is None:
         if len(_PRICERS) > 256:
             _PRICERS.clear()
-        hit = _PRICERS[key] = _Pricer(cfg)
+        hit = _PRICERS[key] = Pricer(cfg)
     return hit
 
 
@@ -670,10 +716,22 @@ def pricer(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
-) -> _Pricer:
-    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration)."""
+    gemm_overlap: float = 0.0,
+) -> Pricer:
+    """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration).
+
+    ``gemm_overlap`` in [0, 1]: how much of a GEMM's shorter term (compute or
+    weight streaming) shows, as :func:`helpers.roofline.breakdown`'s
+    ``overlap``: 0 (the default) is the roofline's perfect overlap inside the
+    kernel, 1 none (:func:`helpers.roofline.overlap_bounds`' upper end). A
+    sensitivity, not a calibrated constant: no published GEMM-versus-rows
+    curve in the calibration data pins it (see the module docstring).
+    """
+    overlap = _validate.non_negative("gemm_overlap", gemm_overlap)
+    if overlap > 1:
+        raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
-    device = get_accelerator(acc)
+    device = _device(acc)
     tp = _validate.positive_int("tp", tp)
     ep = _validate.positive_int("ep", ep)
     _validate.boolean("dp_attention", dp_attention)
@@ -710,7 +768,7 @@ def pricer(
         spec = None
     else:
         spec = get_link(link)
-    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec))
+    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec, overlap))
 
 
 def mixed_step(
@@ -729,6 +787,7 @@ def mixed_step(
     act_dtype: str | None = None,
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
+    gemm_overlap: float = 0.0,
 ) -> StepTime:
     """Predicted time of one engine step: ``decode_batch`` decodes at mean ``decode_context`` plus prefill ``chunks``.
 
@@ -759,6 +818,8 @@ def mixed_step(
         ``kv_dtype=None``: 16-bit).
     link
         ``"auto"`` (:func:`helpers.parallel.tp_link`), a link, or ``None`` (no collectives).
+    gemm_overlap
+        Inside-GEMM overlap sensitivity, as in :func:`pricer`.
     """
     p = pricer(
         model,
@@ -770,6 +831,7 @@ def mixed_step(
         act_dtype=act_dtype,
         kv_dtype=kv_dtype,
         link=link,
+        gemm_overlap=gemm_overlap,
     )
     b = _validate.non_negative_int("decode_batch", decode_batch)
     ctx = _validate.non_negative("decode_context", decode_context)
@@ -800,7 +862,7 @@ def mixed_step(
 
 
 def _assemble(
-    p: _Pricer,
+    p: Pricer,
     rows: int,
     decodes: int,
     kv_tokens: float,
@@ -898,7 +960,7 @@ def token_grid(max_tokens: int) -> np.ndarray:
     return np.array(sorted(p for p in points if p <= max_tokens), dtype=float)
 
 
-def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def token_table(p: Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """``(grid, seconds)``: the token-proportional kernels' time at :func:`token_grid`.
 
     GEMMs, elementwise kernels, collectives and their floors.
@@ -916,6 +978,7 @@ def token_table(p: _Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "DEQUANT_OPS_PER_ELEMENT",
+    "Pricer",
     "KERNEL_CLASSES",
     "StepTime",
     "WEIGHT_BYTES",

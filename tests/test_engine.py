@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import engine, llm, steps
+from helpers import engine, hardware, llm, steps
 
 FIELDS = (
     "output_tokens_per_s",
@@ -36,6 +36,7 @@ def test_replicas_multiply_throughput_at_full_load():
     one = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100)
     two = engine.serve("llama-3-8b", "H100", input_len=500, output_len=100, replicas=2)
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
+    assert two.output_tokens_per_s_per_gpu == pytest.approx(one.output_tokens_per_s)
 
 
 @pytest.mark.parametrize(
@@ -48,6 +49,8 @@ def test_replicas_multiply_throughput_at_full_load():
         (dict(concurrency=0), "concurrency"),
         (dict(weight_dtype="fp3"), "weight_dtype"),
         (dict(engine="nope"), "engine"),
+        (dict(gemm_overlap=2.0), "gemm_overlap"),
+        (dict(token_budget=0), "token_budget"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, word):
@@ -111,7 +114,8 @@ def test_memory_limited_batch_by_hand():
     cap = engine.kv_capacity("llama-3-8b", "H100", engine="trtllm", weight_dtype="fp8")
     t = engine.PRESETS["trtllm"]
     m = llm.get_model("llama-3-8b")
-    weights = llm.param_count(m) * 1.0
+    tables = 2 * m.vocab_size * m.d_model  # embedding and LM head stay 16-bit
+    weights = (llm.param_count(m) - tables) * 1.0 + tables * 2.0
     act = 8192 * (2 * 14336 + 4 * 4096) * 2.0 + 2048 * m.vocab_size * 4.0
     free = 0.9 * (80 * 2**30 - weights - act - t.graph_pool_bytes)
     per_token = 32 * 2 * 8 * 128 * 2  # bytes of bf16 KV per token
@@ -159,16 +163,20 @@ def test_larger_budget_never_lowers_offline_throughput(budget, factor, prompt):
 
 @settings(max_examples=10, deadline=None)
 @given(
-    clients=st.integers(min_value=1, max_value=48),
-    more=st.integers(min_value=1, max_value=48),
+    clients=st.integers(min_value=1, max_value=24),
+    more=st.integers(min_value=1, max_value=8),
 )
-def test_more_clients_never_lower_steady_throughput_below_the_memory_limit(
-    clients, more
-):
+def test_more_clients_never_lower_steady_throughput_below_the_limits(clients, more):
+    """While every client's prompt fits one iteration's budget (32 x 256 <= 8,192) and memory.
+
+    Past the budget a cohort's prefill spills into a second iteration and
+    throughput can dip (33 clients of 256 tokens: a 3 % dip), as a real
+    engine's does when lockstep clients overflow its token budget.
+    """
     kw = dict(input_len=256, output_len=64)
     few = engine.serve("llama-3-8b", "H100", concurrency=clients, **kw)
     many = engine.serve("llama-3-8b", "H100", concurrency=clients + more, **kw)
-    assert many.output_tokens_per_s >= few.output_tokens_per_s * 0.99
+    assert many.output_tokens_per_s >= few.output_tokens_per_s
 
 
 def test_poisson_rate_low_load_has_no_queue():
@@ -202,3 +210,60 @@ def test_moe_with_expert_parallelism_serves():
 def test_presets_cite_a_version_and_a_source():
     for p in engine.PRESETS.values():
         assert p.version and "http" in p.source and p.notes
+
+
+@settings(max_examples=6, deadline=None)
+@given(scale=st.floats(min_value=1.0, max_value=8.0))
+def test_a_faster_link_never_lowers_throughput(scale):
+    nv = hardware.get_link("NVLink 4 (H100)")
+    fast = hardware.Link(nv.name, nv.bandwidth * scale, nv.latency / scale, nv.source)
+    kw = dict(tp=2, input_len=512, output_len=64, requests=64)
+    slow = engine.serve("llama-3-70b", "H100", link=nv, **kw)
+    quick = engine.serve("llama-3-70b", "H100", link=fast, **kw)
+    assert quick.output_tokens_per_s >= slow.output_tokens_per_s
+
+
+def test_sglang_static_share_falls_with_tp_by_hand():
+    """SGLang at TP 8: 0.81 of each GPU holds the weights' eighth and the KV pool (pages of 1 token)."""
+    cap = engine.kv_capacity("llama-3-70b", "H100", tp=8, engine="sglang")
+    weights = llm.param_count("llama-3-70b") * 2 / 8
+    per_token = 80 * 2 * 1 * 128 * 2  # one KV head per GPU, bf16
+    assert cap.kv_tokens == int((0.81 * 80 * 2**30 - weights) // per_token)
+    assert cap.token_budget == 8192
+
+
+def test_unknown_gpu_names_acc():
+    with pytest.raises(KeyError, match="acc"):
+        engine.serve("llama-3-8b", "H1000", input_len=10, output_len=2)
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang", "trtllm"])
+def test_every_request_finishes_when_the_cache_fills(name):
+    """KV blocks are returned exactly: a long-output load that fills the cache still drains."""
+    r = engine.serve(
+        "llama-3-8b", "H100", input_len=128, output_len=3000, requests=400, engine=name
+    )
+    assert r.output_tokens_per_s > 0 and math.isfinite(r.ttft_p90_s)
+    assert r.iterations >= 3000
+
+
+def test_a_decode_batch_is_padded_to_the_next_cuda_graph():
+    """Nine sequences decode as vLLM's 16-row graph: their GEMMs run for 16 rows."""
+    r = engine.serve("llama-3-8b", "H100", input_len=16, output_len=3, requests=9)
+    prefill = steps.mixed_step(
+        "llama-3-8b", "H100", chunks=[(16, 0)] * 9
+    ).seconds + _host(9)
+    decodes = [
+        steps.mixed_step(
+            "llama-3-8b", "H100", decode_batch=9, decode_context=c, pad_to=16
+        ).seconds
+        + _host(9)
+        for c in (16, 17)
+    ]
+    assert r.iterations == 3
+    assert r.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert r.output_tokens_per_s == pytest.approx(
+        27 / (prefill + sum(decodes)), rel=1e-9
+    )
+    unpadded = steps.mixed_step("llama-3-8b", "H100", decode_batch=9, decode_context=16)
+    assert decodes[0] - _host(9) > unpadded.seconds

@@ -49,7 +49,8 @@ def test_step_grows_with_batch_and_context(batch, more, ctx):
 @given(tokens=st.integers(min_value=1, max_value=4096), scale=st.floats(1.0, 8.0))
 def test_a_faster_link_never_slows_a_step(tokens, scale):
     nv = hardware.get_link("NVLink 4 (H100)")
-    fast = hardware.Link("fast", nv.bandwidth * scale, nv.latency / scale, nv.source)
+    # same name: the same measured share of the line rate applies to both
+    fast = hardware.Link(nv.name, nv.bandwidth * scale, nv.latency / scale, nv.source)
     kw = dict(chunks=[(tokens, 0)], tp=4)
     slow_s = steps.mixed_step("llama-3-70b", "H100", link=nv, **kw).seconds
     fast_s = steps.mixed_step("llama-3-70b", "H100", link=fast, **kw).seconds
@@ -182,3 +183,60 @@ def test_kv_dtype_extends_the_bounds_and_keeps_their_defaults():
         "llama-3-8b", 8000, "H100", batch=64, kv_dtype="fp8"
     )
     assert lo < inference.decode_step_time("llama-3-8b", 8000, "H100", batch=64)
+
+
+def test_blackwell_talks_over_nvlink_5_and_gb200_is_priced_without_an_sm_count():
+    from helpers import parallel
+
+    assert parallel.tp_link("B200").name == "NVLink 5 (B200, GB200 NVL72)"
+    assert hardware.get_accelerator("GB200").sm_count is None
+    s = steps.decode_step(
+        "llama-3-70b", 1000, "GB200", batch=32, tp=2, weight_dtype="fp4"
+    )
+    assert s.seconds > 0 and s.parts["tp_comm"] > 0
+
+
+def test_gemm_overlap_spans_the_overlap_bounds():
+    kw = dict(chunks=[(512, 0)], weight_dtype="fp8")
+    overlapped = steps.mixed_step("llama-3-70b", "H100", **kw).parts["gemm"]
+    serial = steps.mixed_step("llama-3-70b", "H100", gemm_overlap=1.0, **kw).parts[
+        "gemm"
+    ]
+    half = steps.mixed_step("llama-3-70b", "H100", gemm_overlap=0.5, **kw).parts["gemm"]
+    assert overlapped < half < serial <= 2 * overlapped
+    assert half == pytest.approx((overlapped + serial) / 2)
+    with pytest.raises(ValueError, match="gemm_overlap"):
+        steps.mixed_step("llama-3-70b", "H100", gemm_overlap=1.5, **kw)
+
+
+def test_parts_sum_to_the_step():
+    s = steps.mixed_step(
+        "deepseek-v3",
+        "H200",
+        decode_batch=64,
+        decode_context=1000,
+        chunks=[(512, 0)],
+        tp=8,
+        ep=8,
+        dp_attention=True,
+        weight_dtype="fp8",
+    )
+    assert sum(s.parts.values()) == pytest.approx(s.seconds)
+    assert s.parts["floors"] == s.floor_s
+    assert set(s.parts) == {*steps.KERNEL_CLASSES, "floors"}
+
+
+def test_the_lm_head_stays_16_bit():
+    """FP8 weights halve the blocks' GEMM bytes but not the LM head's."""
+    b16 = steps.decode_step("llama-3-8b", 100, "H100", batch=8)
+    f8 = steps.decode_step("llama-3-8b", 100, "H100", batch=8, weight_dtype="fp8")
+    assert f8.parts["lm_head"] == pytest.approx(b16.parts["lm_head"])
+    assert f8.parts["gemm"] < 0.6 * b16.parts["gemm"]
+
+
+def test_mi300x_talks_over_infinity_fabric():
+    from helpers import parallel
+
+    link = parallel.tp_link("MI300X")
+    assert link.bandwidth == 448e9 and "Infinity Fabric" in link.name
+    assert parallel.tp_link("H100").name == "NVLink 4 (H100)"
