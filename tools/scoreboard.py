@@ -252,9 +252,16 @@ def _mlsysim(row: dict[str, str]) -> tuple[float, str]:
 
 
 def run_tools(
-    rows: list[dict[str, str]], book: dict[tuple[str, str, str], dict[str, str]]
+    rows: list[dict[str, str]],
+    book: dict[tuple[str, str, str], dict[str, str]],
+    *,
+    only_missing: bool = False,
 ) -> list[dict[str, str]]:
-    """Both tools' predictions for every point the book validates (``book``: the book step's rows)."""
+    """Both tools' predictions for every point the book validates (``book``: the book step's rows).
+
+    ``only_missing`` asks the tools only about validating points not yet asked
+    (a point the book began to validate since the last run).
+    """
     import importlib.metadata as md
 
     logging.disable(logging.WARNING)
@@ -264,6 +271,14 @@ def run_tools(
     out = []
     for i, row in enumerate(rows, 1):
         mine = dict(book[_key(row)])
+        earlier = mine.get("aiconfigurator_note", "") + mine.get("mlsysim_note", "")
+        if (
+            only_missing
+            and mine["book_role"] == "validation"
+            and "not run" not in earlier
+        ):
+            out.append(mine)  # computed by an earlier run of this version
+            continue
         if mine["book_role"] != "validation":
             aic, aic_note, db = (
                 math.nan,
@@ -329,6 +344,11 @@ def _write(rows: list[dict[str, str]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", choices=("tools", "book"))
+    parser.add_argument(
+        "--only-missing",
+        action="store_true",
+        help="tools step: ask only about validating points no run has asked about yet",
+    )
     args = parser.parse_args(argv)
     if args.step == "book":
         previous: dict[tuple[str, str, str], dict[str, str]] = {}
@@ -356,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         with OUT.open(newline="", encoding="utf-8") as f:
             roles = {_key(r): r for r in csv.DictReader(f)}
         points = _points()
-        _write(run_tools(points, roles))
+        _write(run_tools(points, roles, only_missing=args.only_missing))
     print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
