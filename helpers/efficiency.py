@@ -46,15 +46,16 @@ def _rows(name: str) -> tuple[dict[str, str], ...]:
 def table(name: str) -> tuple[dict[str, str], ...]:
     """The rows of ``helpers/data/efficiency/<name>.csv``, as strings.
 
-    ``name``: ``gemm``, ``attention``, ``collectives`` or ``host``.
+    ``name``: ``gemm``, ``gemm_overlap`` (GEMM time against rows, the
+    calibration of the inside-GEMM overlap), ``attention``, ``collectives`` or
+    ``host``.
 
     >>> all(row["source"] for row in table("gemm"))
     True
     """
-    if name not in ("gemm", "attention", "collectives", "host"):
-        raise KeyError(
-            f"name must be one of gemm, attention, collectives, host; got {name!r}"
-        )
+    names = ("gemm", "gemm_overlap", "attention", "collectives", "host")
+    if name not in names:
+        raise KeyError(f"name must be one of {', '.join(names)}; got {name!r}")
     return _rows(name)
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -250,6 +250,22 @@ class Capacity:
     kv_bytes: float
 
 
+def _dense_mlp_params(m: ModelConfig) -> float:
+    """Parameters of the MLPs every token runs: dense layers' MLPs and shared experts."""
+    gates = 3 if m.gated_mlp else 2
+    if m.moe is None:
+        return m.n_layers * gates * m.d_model * (m.d_ff or 0)
+    dense = m.moe.first_dense_layers * gates * m.d_model * (m.d_ff or 0)
+    shared = (
+        (m.n_layers - m.moe.first_dense_layers)
+        * m.moe.n_shared
+        * gates
+        * m.d_model
+        * m.moe.d_ff_expert
+    )
+    return dense + shared
+
+
 def _kv_per_token_per_gpu(
     m: ModelConfig, kv_dtype: str, tp: int, dp_attention: bool
 ) -> float:
@@ -329,13 +345,20 @@ def kv_capacity(
     weights = ((param_count(m) - tables) * wb + tables * 2.0) / tp
     if dp_attention:
         weights += m.n_layers * m.attention_weights() * wb * (1 - 1 / tp)
+        # and the LM head whole (it runs on each GPU's own sequences, see steps)
+        weights += m.vocab_size * m.d_model * 2.0 * (1 - 1 / tp)
+        # and the dense MLPs and shared experts whole (they run on each GPU's own tokens)
+        weights += _dense_mlp_params(m) * wb * (1 - 1 / tp)
     widest = max(
         m.d_ff if m.moe is None else max(m.d_ff, m.moe.d_ff_expert * m.moe.top_k),
         m.d_model,
     )
     act = (
         budget * (2 * widest / tp + 4 * m.d_model) * 2.0
-        + seqs * m.vocab_size * 4.0 / tp
+        + seqs
+        * m.vocab_size
+        * 4.0
+        / tp  # logits: 1/tp of the vocab, or 1/tp of the seqs
     )
     capacity = device.memory_capacity
     if pre.memory_rule == "static":
@@ -418,14 +441,14 @@ class _Sim:
         p: steps.Pricer,
         pre: EnginePreset,
         cap: Capacity,
-        input_len: int,
-        output_len: int,
+        input_len: int | np.ndarray,
+        output_len: int | np.ndarray,
     ) -> None:
         self.p = p
         self.pre = pre
         self.cap = cap
-        self.I = input_len
-        self.O = output_len
+        self.inputs = np.atleast_1d(np.asarray(input_len, dtype=np.int64))
+        self.outputs = np.atleast_1d(np.asarray(output_len, dtype=np.int64))
         max_tokens = max(cap.token_budget, 1) + cap.max_seqs
         self.grid, self.lin = steps.token_table(p, max_tokens)
         # head (lm_head + sampling) is linear in seqs beyond small counts: tabulate too
@@ -481,7 +504,10 @@ class _Sim:
 
         A closed-loop client sends its next request when one finishes.
         """
-        I, O = self.I, self.O
+        ids = np.arange(n_requests)
+        i_req = self.inputs[ids % len(self.inputs)]
+        o_req = self.outputs[ids % len(self.outputs)]
+        self.i_req, self.o_req = i_req, o_req
         bs = self.pre.block_size
         cap_tokens = self.cap.kv_tokens
         max_seqs = self.cap.max_seqs
@@ -541,7 +567,8 @@ class _Sim:
 
         def need_blocks(rid: int) -> int:
             g = int(gen0[rid])
-            return blocks_of(I + g + int(math.ceil(reserve * (O - g))))
+            i, o = int(i_req[rid]), int(o_req[rid])
+            return blocks_of(i + g + int(math.ceil(reserve * (o - g))))
 
         cap_blocks = cap_tokens // bs
         order = np.argsort(arrive, kind="stable") if closed_loop is None else None
@@ -627,7 +654,7 @@ class _Sim:
                 for rid in prefilling:
                     if left <= 0:
                         break
-                    rest = I + int(gen0[rid]) - int(done_prefill[rid])
+                    rest = int(i_req[rid]) + int(gen0[rid]) - int(done_prefill[rid])
                     c = min(rest, left)
                     chunks.append((c, int(done_prefill[rid])))
                     left -= c
@@ -649,7 +676,7 @@ class _Sim:
                     prefilling.remove(rid)
                     if math.isnan(first[rid]):
                         first[rid] = now
-                    left_to_decode = O - int(gen0[rid]) - 1
+                    left_to_decode = int(o_req[rid]) - int(gen0[rid]) - 1
                     if left_to_decode == 0:
                         finish[rid] = now
                         completed += 1
@@ -660,9 +687,9 @@ class _Sim:
                         continue
                     decoding[rid] = it + left_to_decode
                     heapq.heappush(fin_heap, (it + left_to_decode, rid))
-                    kv_sum += I + int(gen0[rid]) + 1
+                    kv_sum += int(i_req[rid]) + int(gen0[rid]) + 1
                     is_dec[rid] = True
-                    length[rid] = I + int(gen0[rid])
+                    length[rid] = int(i_req[rid]) + int(gen0[rid])
                 trace_t.append(now)
                 trace_tok.append(out_tokens)
             # finishes
@@ -673,7 +700,7 @@ class _Sim:
                 del decoding[rid]
                 finish[rid] = now
                 completed += 1
-                kv_sum -= I + O
+                kv_sum -= int(i_req[rid]) + int(o_req[rid])
                 blocks_used -= release(rid)
                 if closed_loop is not None and sent < n_requests:
                     arrive[sent] = now
@@ -684,8 +711,8 @@ class _Sim:
                     reversed(decoding)
                 )  # the latest to join (its heap entry goes stale)
                 end = decoding.pop(rid)
-                gen = O - (end - it)
-                kv_sum -= I + gen
+                gen = int(o_req[rid]) - (end - it)
+                kv_sum -= int(i_req[rid]) + gen
                 blocks_used -= release(rid)
                 done_prefill[rid] = 0
                 gen0[rid] = gen
@@ -757,6 +784,18 @@ def _percentiles(values: np.ndarray) -> tuple[float, float]:
     return float(np.median(v)), float(np.percentile(v, 90))
 
 
+def _lengths(name: str, value: int | Sequence[int]) -> np.ndarray:
+    """``value`` as a non-empty array of whole numbers >= 1, errors naming ``name``."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a whole number or a sequence of them, got {value!r}"
+        )
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    if not items:
+        raise ValueError(f"{name} must not be empty")
+    return np.array([_validate.positive_int(name, v) for v in items], dtype=np.int64)
+
+
 def serve(
     model: str | ModelConfig,
     acc: str | Accelerator,
@@ -765,8 +804,8 @@ def serve(
     replicas: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str | None = None,
-    input_len: int,
-    output_len: int,
+    input_len: int | Sequence[int],
+    output_len: int | Sequence[int],
     requests: int | None = None,
     concurrency: int | None = None,
     rate: float | None = None,
@@ -795,14 +834,18 @@ def serve(
     weight_dtype, kv_dtype, act_dtype : str
         Precision of the weights, the KV cache (``None``: 16-bit) and the
         GEMM inputs (``None``: :func:`helpers.steps.default_act_dtype`).
-    input_len, output_len : int
-        Prompt and generated tokens per request.
+    input_len, output_len : int or sequence of int
+        Prompt and generated tokens per request; sequences give request
+        ``i`` the ``i``-th length, cycling (a workload's length mix: the
+        TTFT and TPOT percentiles then spread over it).
     requests : int or None
         Requests to serve. Alone: all arrive at once (an offline batch);
         throughput is tokens over the makespan, ramp-down included.
     concurrency : int or None
         Clients each sending their next request as soon as one finishes.
-        Without ``requests``: steady state.
+        Without ``requests``: steady state. The clients start together, as
+        benchmark tools' do, so with one fixed length their requests stay in
+        step (a cohort prefills together; TTFT is that cohort's prefill).
     rate : float or None
         Poisson arrivals per second (all replicas); ``requests`` defaults to 500.
     engine : str or EnginePreset
@@ -837,8 +880,8 @@ def serve(
     pre = preset(engine)
     tp = _validate.positive_int("tp", tp)
     replicas = _validate.positive_int("replicas", replicas)
-    input_len = _validate.positive_int("input_len", input_len)
-    output_len = _validate.positive_int("output_len", output_len)
+    inputs = _lengths("input_len", input_len)
+    outputs = _lengths("output_len", output_len)
     if rate is not None and concurrency is not None:
         raise ValueError("rate and concurrency: give one of them, not both")
     p = steps.pricer(
@@ -866,15 +909,20 @@ def serve(
         max_seqs=max_seqs,
         memory_fraction=memory_fraction,
     )
-    if cap.kv_tokens < input_len + output_len:
+    longest = (
+        int(np.max(inputs + outputs))
+        if len(inputs) == len(outputs)
+        else (int(inputs.max() + outputs.max()))
+    )
+    if cap.kv_tokens < longest:
         raise ValueError(
             f"tp: the weights leave room for {cap.kv_tokens} KV tokens per replica on {tp} x {device.name}, "
-            f"fewer than one request's {input_len + output_len}"
+            f"fewer than one request's {longest}"
         )
-    per_seq = input_len + math.ceil(output_len / 2)
-    mem_batch = max(1, cap.kv_tokens // per_seq)
+    per_seq = float(inputs.mean()) + math.ceil(float(outputs.mean()) / 2)
+    mem_batch = max(1, int(cap.kv_tokens // per_seq))
     max_batch = min(cap.max_seqs, mem_batch)
-    sim = _Sim(p, pre, cap, input_len, output_len)
+    sim = _Sim(p, pre, cap, inputs, outputs)
     closed: int | None = None
     arrivals = np.zeros(0)
     steady = False
@@ -907,11 +955,8 @@ def serve(
         and isinstance(finish, np.ndarray)
     )
     ttft = first - arrive
-    tpot = (
-        (finish - first) / max(output_len - 1, 1)
-        if output_len > 1
-        else np.zeros_like(first)
-    )
+    o_req = sim.o_req
+    tpot = np.where(o_req > 1, (finish - first) / np.maximum(o_req - 1, 1), 0.0)
     now = float(out["now"])  # type: ignore[arg-type]
     if steady:
         assert closed is not None
@@ -929,9 +974,9 @@ def serve(
             sel = np.ones(n, dtype=bool)
         ttft_sel, tpot_sel = ttft[sel], tpot[sel]
     else:
-        out_rate = n * output_len / now
+        out_rate = float(o_req.sum()) / now
         ttft_sel, tpot_sel = ttft, tpot
-    total_rate = out_rate * (input_len + output_len) / output_len
+    total_rate = out_rate * float(sim.i_req.sum() + o_req.sum()) / float(o_req.sum())
     t50, t90 = _percentiles(ttft_sel)
     p50, p90 = _percentiles(tpot_sel)
     total_time = sum(sim.parts.values())

@@ -47,10 +47,14 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 Nothing overlaps except what the engine overlaps: nothing, in the engines
 modelled (vLLM, SGLang and TensorRT-LLM run one stream per step; SGLang's
 two-batch overlap for DeepSeek is not modelled). Inside one kernel the
-roofline's perfect overlap of loads and math is kept (``max``); for GEMMs
-near the ridge (``m`` of a few hundred rows) that is optimistic, and
-``gemm_overlap=1`` shows the other end (:func:`helpers.roofline.overlap_bounds`);
-the calibration data has no GEMM-versus-rows curve to place them between.
+roofline's overlap of loads and math is kept (``max``): published GEMM
+time against rows (``gemm_overlap.csv``: vLLM's H100 kernel benchmark, bf16
+and fp8, 1 to 128 rows; ``gemm.csv``: DeepGEMM's H800 rows) sit within a few
+per cent of it, and 25-46 % below the sum ``F/P + B/W``; a software
+pipeline exposes only its first load and last MMA, ``min / (K / BK)``, about
+1-2 % at these shapes. ``gemm_overlap=1`` shows the sum's end
+(:func:`helpers.roofline.overlap_bounds`). The data stop at 128 rows: GEMMs
+at the ridge itself (a few hundred rows) are not calibrated.
 
 :func:`decode_step`, :func:`prefill_step` and :func:`mixed_step` return a
 :class:`StepTime`: the seconds, where they went (per kernel class), and the
@@ -451,12 +455,16 @@ class Pricer:
             add_elem(4 * attn_rows * d * act)  # post-attention fused add + RMSNorm
             if not moe:
                 assert m.d_ff
-                mlp = _mlp_gemms(m, tp, m.d_ff)
-                add_gemms(tokens, mlp)
-                add_elem(3 * tokens * (m.d_ff // tp) * act)  # SiLU and mul
+                # under data-parallel attention the dense MLP runs whole on each GPU's
+                # own tokens (SGLang's moe_dense_tp_size=1): no all-reduce
+                mlp_tp = 1 if cfg.dp_attention else tp
+                mlp = _mlp_gemms(m, mlp_tp, m.d_ff)
+                add_gemms(attn_rows, mlp)
+                add_elem(3 * attn_rows * (m.d_ff // mlp_tp) * act)  # SiLU and mul
                 if quant:
-                    add_elem(tokens * (d + m.d_ff // tp) * (act + 1), 2)
-                comm_s += self.allreduce(tokens * d * act, tp)
+                    add_elem(attn_rows * (d + m.d_ff // mlp_tp) * (act + 1), 2)
+                if not cfg.dp_attention:
+                    comm_s += self.allreduce(tokens * d * act, tp)
             else:
                 self._moe_layer(tokens, add_gemms, add_elem)
                 ep_s += self._moe_comm(tokens)
@@ -477,8 +485,10 @@ class Pricer:
         assert m.moe is not None
         e, k, dff = m.moe.n_routed, m.moe.top_k, m.moe.d_ff_expert
         d = m.d_model
-        add_gemms(tokens, [_Gemm(e, d, "router")])
-        add_elem(tokens * e * 4.0, 2)  # softmax/sigmoid + top-k
+        # each GPU routes the tokens it holds: its own under data-parallel attention
+        local = tokens / cfg.tp if cfg.dp_attention else tokens
+        add_gemms(local, [_Gemm(e, d, "router")])
+        add_elem(local * e * 4.0, 2)  # softmax/sigmoid + top-k
         ep = cfg.ep
         if ep > 1:
             local_experts = e / ep
@@ -504,10 +514,15 @@ class Pricer:
         add_gemms(tokens, expert_gemms)
         add_elem(3 * arrivals * width * 2.0)
         if m.moe.n_shared:
-            shared_w = m.moe.n_shared * dff // cfg.tp
-            add_gemms(tokens, _mlp_gemms_width(m, shared_w))
-            add_elem(3 * tokens * shared_w * 2.0)
-        add_elem(tokens * k * d * 2.0)  # weighted combine of the expert outputs
+            # shared experts: whole on each GPU's own tokens under data-parallel
+            # attention, else split over the tensor-parallel group
+            shared_w = m.moe.n_shared * dff // (1 if cfg.dp_attention else cfg.tp)
+            add_gemms(local, _mlp_gemms_width(m, shared_w))
+            add_elem(3 * local * shared_w * 2.0)
+        # weighted combine: each GPU sums the expert outputs it holds, 1/ep of the
+        # token-expert pairs (its local experts' partial sums, or its own tokens'
+        # returned outputs under data-parallel attention)
+        add_elem(tokens * k * d * 2.0 / ep)
 
     def _moe_comm(self, tokens: int) -> float:
         cfg, m = self.cfg, self.cfg.model
@@ -595,14 +610,21 @@ class Pricer:
 
     def _head(self, seqs: int) -> tuple[float, float, float, float]:
         m = self.cfg.model
-        vocab = m.vocab_size // self.cfg.tp
-        lm_s, _, _ = self.gemm(seqs, _Gemm(vocab, m.d_model, "lm_head"), wide=True)
+        # The LM head is vocab-parallel over the group that runs attention on the
+        # sequences. Under data-parallel attention that group is one GPU holding its
+        # own sequences (SGLang's enable_dp_lm_head: ParallelLMHead over the attention
+        # TP group), so each GPU computes whole-vocabulary logits for its share of the
+        # replica's sequences and gathers nothing; the busiest GPU sets the time.
+        group = self.attn_tp
+        local = math.ceil(seqs / self.cfg.tp) if self.cfg.dp_attention else seqs
+        vocab = m.vocab_size // group
+        lm_s, _, _ = self.gemm(local, _Gemm(vocab, m.d_model, "lm_head"), wide=True)
         gather = 0.0
-        if self.cfg.tp > 1 and self.cfg.link is not None:
+        if group > 1 and self.cfg.link is not None:
             gather = parallel.allgather_time(
-                seqs * m.vocab_size * 4.0, self.cfg.tp, self.cfg.link
+                local * m.vocab_size * 4.0, group, self.cfg.link
             )
-        sampling = self.elementwise(4 * seqs * m.vocab_size * 4.0)
+        sampling = self.elementwise(4 * local * m.vocab_size * 4.0)
         kernels = (
             1 + 4 + 1
         )  # final norm; the sampler's softmax, top-p/top-k, draw; embedding

@@ -267,3 +267,26 @@ def test_a_decode_batch_is_padded_to_the_next_cuda_graph():
     )
     unpadded = steps.mixed_step("llama-3-8b", "H100", decode_batch=9, decode_context=16)
     assert decodes[0] - _host(9) > unpadded.seconds
+
+
+def test_length_lists_cycle_over_requests():
+    kw = dict(requests=40, engine="sglang")
+    scalar = engine.serve("llama-3-8b", "H100", input_len=700, output_len=90, **kw)
+    listed = engine.serve(
+        "llama-3-8b", "H100", input_len=[700] * 3, output_len=(90,), **kw
+    )
+    assert listed == scalar
+    mixed = engine.serve(
+        "llama-3-8b", "H100", input_len=[100, 3000], output_len=[400, 20], **kw
+    )
+    assert mixed.ttft_p90_s > mixed.ttft_s
+    # 20 requests of each kind: 20 * 3,520 tokens, of which 20 * 420 generated
+    assert mixed.total_tokens_per_s == pytest.approx(
+        mixed.output_tokens_per_s * 3520 / 420
+    )
+
+
+@pytest.mark.parametrize("bad", [[], [100, 0], "100"])
+def test_bad_length_lists_name_the_parameter(bad):
+    with pytest.raises((ValueError, TypeError), match="input_len"):
+        engine.serve("llama-3-8b", "H100", input_len=bad, output_len=10)
