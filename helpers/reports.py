@@ -277,7 +277,7 @@ def targets_markdown(*, median: float | None = None, p90: float | None = None) -
     )
 
 
-def by_gpu_markdown(kinds: tuple[Kind, ...] = KINDS) -> str:
+def by_gpu_markdown(*, kinds: tuple[Kind, ...] = KINDS) -> str:
     """A Markdown table, one row per kind and GPU: points and constants, both models' median / p90 / signed error."""
     rows = []
     for kind in kinds:
