@@ -42,7 +42,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import _args, steps
+from . import _args, efficiency, steps
 from .hardware import GIB, Accelerator, Link
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token, param_count
 
@@ -90,6 +90,12 @@ class EnginePreset:
         CPU time per running sequence per iteration not hidden (s).
     graph_pool_bytes : float
         Memory the CUDA graphs' pool takes per GPU.
+    overlap_schedule : bool
+        The CPU schedules iteration n+1 while the GPU runs iteration n
+        (SGLang's and TensorRT-LLM's overlap schedulers): a request that
+        arrives while the engine is busy joins one iteration later than a
+        synchronous scheduler would take it (that batch was already
+        prepared). An idle engine takes it at once.
     notes : str
         Which values are documented defaults and which are assumptions.
     large_gpu_gib : float
@@ -118,6 +124,7 @@ class EnginePreset:
     host_per_seq_s: float
     graph_pool_bytes: float
     notes: str = ""
+    overlap_schedule: bool = False
     large_gpu_gib: float = 70.0
     a100_small: bool = True
     memory_fraction_by_tp: tuple[tuple[int, float], ...] = ()
@@ -177,10 +184,13 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             "SGLang reserves a decaying share of each request's output (new_token_ratio, down to 0.1). "
             "No host cost: its overlap scheduler prepares batch n+1 on the CPU while the GPU runs batch n "
             "(SGLang v0.4 blog, 'Zero-overhead batch scheduler', https://lmsys.org/blog/2024-12-04-sglang-v0-4/, "
-            "whose Nsight profile shows no GPU idle time between decode batches). "
+            "whose Nsight profile shows no GPU idle time between decode batches); the price is that a request "
+            "arriving while the GPU runs batch n joins batch n+2 (batch n+1 was scheduled when n launched: "
+            "Scheduler.event_loop_overlap). "
             "max_running_requests is sized from memory by SGLang; 4096 here is only a cap.",
             large_gpu_gib=25.0,
             a100_small=False,
+            overlap_schedule=True,
             memory_fraction_by_tp=((2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)),
         ),
         "trtllm": EnginePreset(
@@ -204,7 +214,9 @@ PRESETS: Mapping[str, EnginePreset] = MappingProxyType(
             0.5 * GIB,
             "The capacity scheduler's default reserves every request's whole output (no eviction). "
             "No host cost: the overlap scheduler, on by default, runs the CPU work of step n beside the GPU "
-            "work of step n+1 (https://nvidia.github.io/TensorRT-LLM/latest/torch/features/overlap_scheduler.html).",
+            "work of step n+1 (https://nvidia.github.io/TensorRT-LLM/latest/torch/features/overlap_scheduler.html); "
+            "a request arriving while step n runs joins step n+2 (step n+1 was already scheduled).",
+            overlap_schedule=True,
         ),
     }
 )
@@ -497,10 +509,12 @@ class _Sim:
         arrivals: np.ndarray,
         closed_loop: int | None,
         n_requests: int,
+        frontend_s: float = 0.0,
     ) -> dict[str, np.ndarray | float | int]:
         """Serve ``n_requests`` from ``closed_loop`` clients or at open ``arrivals``.
 
-        A closed-loop client sends its next request when one finishes.
+        A closed-loop client sends its next request when one finishes; each
+        request reaches the scheduler ``frontend_s`` after it is sent.
         """
         ids = np.arange(n_requests)
         i_req = self.inputs[ids % len(self.inputs)]
@@ -513,12 +527,13 @@ class _Sim:
         arrive = np.full(n_requests, np.inf)
         first = np.full(n_requests, np.nan)
         finish = np.full(n_requests, np.nan)
+        # arrive = when the engine's scheduler sees a request: ``frontend_s`` after it was sent
         if closed_loop is None:
-            arrive[:] = arrivals
+            arrive[:] = arrivals + frontend_s
             next_arrival_idx = 0
         else:
             k = min(closed_loop, n_requests)
-            arrive[:k] = 0.0
+            arrive[:k] = frontend_s
             next_arrival_idx = 0
         sent = n_requests if closed_loop is None else min(closed_loop, n_requests)
         waiting: deque[int] = deque()
@@ -571,20 +586,36 @@ class _Sim:
         cap_blocks = cap_tokens // bs
         order = np.argsort(arrive, kind="stable") if closed_loop is None else None
         completed = 0
+        lag = self.pre.overlap_schedule
+        prev_start = 0.0  # when the last iteration started (and, overlapped, the next was scheduled)
+
+        def next_arrival() -> float:
+            if closed_loop is None:
+                assert order is not None
+                if next_arrival_idx < n_requests:
+                    return float(arrive[order[next_arrival_idx]])
+                return math.inf
+            return (
+                float(arrive[next_arrival_idx]) if next_arrival_idx < sent else math.inf
+            )
+
         while completed < n_requests:
-            # arrivals up to now
+            # arrivals the scheduler sees: up to now, or, when an overlap scheduler
+            # prepared this iteration while the last one ran, up to the last start
+            cutoff = prev_start if lag and (decoding or prefilling) else now
             if closed_loop is None:
                 assert order is not None
                 while (
                     next_arrival_idx < n_requests
-                    and arrive[order[next_arrival_idx]] <= now
+                    and arrive[order[next_arrival_idx]] <= cutoff
                 ):
                     waiting.append(int(order[next_arrival_idx]))
                     next_arrival_idx += 1
             else:
-                while next_arrival_idx < sent:
+                while next_arrival_idx < sent and arrive[next_arrival_idx] <= cutoff:
                     waiting.append(next_arrival_idx)
                     next_arrival_idx += 1
+            held_back = next_arrival() <= now  # arrived, for the next iteration
             running = len(decoding) + len(prefilling)
             # admission
             while waiting and running < max_seqs:
@@ -605,9 +636,8 @@ class _Sim:
                         f"the engine holds {cap_tokens}"
                     )
                 # idle: jump to the next arrival
-                if closed_loop is None and next_arrival_idx < n_requests:
-                    assert order is not None
-                    now = max(now, float(arrive[order[next_arrival_idx]]))
+                if next_arrival() < math.inf:
+                    now = max(now, next_arrival())
                     continue
                 break
             b = len(decoding)
@@ -621,21 +651,19 @@ class _Sim:
                 if reserve < 1.0:
                     free = cap_blocks - blocks_used
                     k = max(1, min(k, int(free * bs // max(b, 1)) - 1))
+                if held_back and running < max_seqs:
+                    k = 1  # one iteration, then the held-back arrivals join
                 fixed, per = self.decode_only_s(b, kv_sum)
                 j = np.arange(k)
                 times = fixed + per * (kv_sum + j * b)
-                if (
-                    closed_loop is None
-                    and next_arrival_idx < n_requests
-                    and running < max_seqs
-                ):
-                    assert order is not None
-                    t_next = float(arrive[order[next_arrival_idx]])
+                t_next = next_arrival()
+                if t_next < math.inf and running < max_seqs:
                     ends = now + np.cumsum(times)
-                    cut = int(np.searchsorted(ends, t_next)) + 1
+                    cut = int(np.searchsorted(ends, t_next)) + 1 + int(lag)
                     k = max(1, min(k, cut))
                     times = times[:k]
                 total = float(times.sum())
+                prev_start = now + total - float(times[-1])
                 self._account_decode(b, kv_sum, k, total)
                 busy_seq_time += b * total
                 now += total
@@ -660,6 +688,7 @@ class _Sim:
                         finishing.append(rid)
                 if not chunks and b == 0:
                     raise ValueError("token_budget is too small to make progress")
+                prev_start = now
                 step = self.mixed_s(b, kv_sum + b, chunks, b + len(finishing))
                 self._account_mixed(b, kv_sum + b, chunks, b + len(finishing), step)
                 busy_seq_time += (b + len(chunks)) * step
@@ -680,7 +709,7 @@ class _Sim:
                         completed += 1
                         blocks_used -= release(rid)
                         if closed_loop is not None and sent < n_requests:
-                            arrive[sent] = now
+                            arrive[sent] = now + frontend_s
                             sent += 1
                         continue
                     decoding[rid] = it + left_to_decode
@@ -701,7 +730,7 @@ class _Sim:
                 kv_sum -= int(i_req[rid]) + int(o_req[rid])
                 blocks_used -= release(rid)
                 if closed_loop is not None and sent < n_requests:
-                    arrive[sent] = now
+                    arrive[sent] = now + frontend_s
                     sent += 1
             # preemption (KV full): evict the newest decoding sequence, recompute later
             while reserve < 1.0 and blocks_used > cap_blocks and decoding:
@@ -817,6 +846,7 @@ def serve(
     seed: int = 0,
     link: str | Link | None = "auto",
     gemm_overlap: float = 0.0,
+    frontend: bool = False,
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -857,6 +887,11 @@ def serve(
         a link, or ``None`` (no communication).
     gemm_overlap : float
         Inside-GEMM overlap sensitivity, 0 to 1 (:func:`helpers.steps.pricer`).
+    frontend : bool
+        Requests pass through an HTTP frontend (tokenise, chat template, IPC,
+        stream): each reaches the scheduler :func:`helpers.efficiency.frontend_s`
+        after it is sent, and its TTFT counts from the send. Off by default
+        (offline benchmarks hand the engine token ids).
     seed : int
         Seed of the Poisson arrivals.
 
@@ -945,14 +980,16 @@ def serve(
         closed = max_batch
         steady = True
         n = max(4 * closed, 64)
-    out = sim.run(arrivals, closed, n)
+    _args.boolean("frontend", frontend)
+    front = efficiency.frontend_s() if frontend else 0.0
+    out = sim.run(arrivals, closed, n, front)
     arrive, first, finish = out["arrive"], out["first"], out["finish"]
     assert (
         isinstance(arrive, np.ndarray)
         and isinstance(first, np.ndarray)
         and isinstance(finish, np.ndarray)
     )
-    ttft = first - arrive
+    ttft = first - arrive + front
     o_req = sim.o_req
     tpot = np.where(o_req > 1, (finish - first) / np.maximum(o_req - 1, 1), 0.0)
     now = float(out["now"])  # type: ignore[arg-type]

@@ -163,7 +163,12 @@ def summary_markdown(
 
 
 def worst_markdown(kind: Kind, *, n: int = 4) -> str:
-    """A Markdown table of the ``n`` validating points of ``kind`` the calibrated model misses most."""
+    """A Markdown table of the ``n`` validating points of ``kind`` the calibrated model misses most.
+
+    Five columns (R4-7): the series, the setting, the published value, the
+    three predictions in one cell (naive · constant-free · calibrated; a dash
+    where the kind has no naive model) and the calibrated model's error.
+    """
     valid = with_role(compare(kind), "validation")
     valid.sort(key=lambda c: -abs(c.second_order_error))
     rows = [
@@ -171,9 +176,10 @@ def worst_markdown(kind: Kind, *, n: int = 4) -> str:
             c.series,
             c.point.label,
             format_si(c.point.value, c.point.unit),
-            format_si(c.naive, c.point.unit),
-            format_si(c.constant_free, c.point.unit),
-            format_si(c.second_order, c.point.unit),
+            " · ".join(
+                "—" if math.isnan(v) else format_si(v, c.point.unit)
+                for v in (c.naive, c.constant_free, c.second_order)
+            ),
             f"{100 * c.second_order_error:+.0f} %",
         ]
         for c in valid[:n]
@@ -183,35 +189,33 @@ def worst_markdown(kind: Kind, *, n: int = 4) -> str:
             "series",
             "setting",
             "published",
-            "naive",
-            "constant-free",
-            "calibrated",
+            "naive · constant-free · calibrated",
             "error",
         ],
         rows,
-        align="llrrrrr",
+        align="llrrr",
     )
 
 
 def calibration_markdown() -> str:
-    """A Markdown table of every calibration point (one per GPU and kind) and the constant it fixes."""
+    """A Markdown table of every calibration point (one per GPU and kind) and the constant it fixes.
+
+    Four columns (R4-7): kind and GPU, the point (its series and setting), the
+    published value and the constant.
+    """
     rows = []
     for kind in KINDS:
         for c in with_role(compare(kind), "calibration"):
             rows.append(
                 [
-                    kind,
-                    c.point.gpu or "host memory",
-                    c.series,
-                    c.point.label,
+                    f"{kind} · {c.point.gpu or 'host memory'}",
+                    f"{c.series.split(' · ', 1)[-1]}: {c.point.label}",
                     format_si(c.point.value, c.point.unit),
                     c.reason,
                 ]
             )
     return markdown_table(
-        ["kind", "GPU", "series", "point", "published", "fixes"],
-        rows,
-        align="lllllr",
+        ["kind · GPU", "point", "published", "fixes"], rows, align="llrr"
     )
 
 
@@ -273,7 +277,7 @@ def targets_markdown(*, median: float | None = None, p90: float | None = None) -
     )
 
 
-def by_gpu_markdown(kinds: tuple[Kind, ...] = KINDS) -> str:
+def by_gpu_markdown(*, kinds: tuple[Kind, ...] = KINDS) -> str:
     """A Markdown table, one row per kind and GPU: points and constants, both models' median / p90 / signed error."""
     rows = []
     for kind in kinds:

@@ -47,10 +47,14 @@ kernel by kernel, for one GPU of a tensor-parallel group, per layer:
 Nothing overlaps except what the engine overlaps: nothing, in the engines
 modelled (vLLM, SGLang and TensorRT-LLM run one stream per step; SGLang's
 two-batch overlap for DeepSeek is not modelled). Inside one kernel the
-roofline's perfect overlap of loads and math is kept (``max``); for GEMMs
-near the ridge (``m`` of a few hundred rows) that is optimistic, and
-``gemm_overlap=1`` shows the other end (:func:`helpers.roofline.overlap_bounds`);
-the calibration data has no GEMM-versus-rows curve to place them between.
+roofline's overlap of loads and math is kept (``max``): published GEMM
+time against rows (``gemm_overlap.csv``: vLLM's H100 kernel benchmark, bf16
+and fp8, 1 to 128 rows; ``gemm.csv``: DeepGEMM's H800 rows) sit within a few
+per cent of it, and 25-46 % below the sum ``F/P + B/W``; a software
+pipeline exposes only its first load and last MMA, ``min / (K / BK)``, about
+1-2 % at these shapes. ``gemm_overlap=1`` shows the sum's end
+(:func:`helpers.roofline.overlap_bounds`). The data stop at 128 rows: GEMMs
+at the ridge itself (a few hundred rows) are not calibrated.
 
 :func:`decode_step`, :func:`prefill_step` and :func:`mixed_step` return a
 :class:`StepTime`: the seconds, where they went (per kernel class), and the

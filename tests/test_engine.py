@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import engine, hardware, llm, steps
+from helpers import efficiency, engine, hardware, llm, steps
 
 FIELDS = (
     "output_tokens_per_s",
@@ -290,3 +290,50 @@ def test_length_lists_cycle_over_requests():
 def test_bad_length_lists_name_the_parameter(bad):
     with pytest.raises((ValueError, TypeError), match="input_len"):
         engine.serve("llama-3-8b", "H100", input_len=bad, output_len=10)
+
+
+def test_overlap_scheduler_takes_a_busy_engines_arrival_one_iteration_later():
+    """Two clients; the short request's successor arrives while the long one decodes.
+
+    A synchronous scheduler prefills it in the next iteration; an overlap
+    scheduler (SGLang, TensorRT-LLM) had already prepared that iteration, so
+    one more decode step of the other sequence runs first (by hand).
+    """
+    import dataclasses
+
+    lagged = engine.preset("sglang")
+    assert lagged.overlap_schedule and engine.preset("trtllm").overlap_schedule
+    assert not engine.preset("vllm").overlap_schedule
+    sync = dataclasses.replace(lagged, overlap_schedule=False)
+    kw = dict(input_len=16, output_len=[5, 2], concurrency=2, requests=3)
+    a = engine.serve("llama-3-8b", "H100", engine=lagged, **kw)
+    b = engine.serve("llama-3-8b", "H100", engine=sync, **kw)
+    # TTFTs: two first-iteration prefills and the successor's; p90 of three
+    # sorted values s, s, t is s + 0.8 (t - s); the medians are the first prefill
+    assert a.ttft_s == pytest.approx(b.ttft_s, rel=1e-12)
+    extra = (a.ttft_p90_s - b.ttft_p90_s) / 0.8
+    # the decode step the successor waits through: batch 1, 17 cached tokens
+    step = steps.decode_step("llama-3-8b", 17, "H100", batch=1).seconds
+    assert extra == pytest.approx(step, rel=0.02)
+    assert a.iterations == b.iterations + 1
+
+
+def test_frontend_delays_each_first_token_by_its_measured_latency():
+    """One client at a time: the engine is idle when each request arrives, so the
+    HTTP frontend's latency (measured on SGLang) adds to every TTFT exactly."""
+    kw = dict(input_len=128, output_len=16, concurrency=1, requests=4)
+    for name in ("vllm", "sglang"):
+        off = engine.serve("llama-3-8b", "H100", engine=name, **kw)
+        on = engine.serve("llama-3-8b", "H100", engine=name, frontend=True, **kw)
+        assert on.ttft_s - off.ttft_s == pytest.approx(
+            efficiency.frontend_s(), rel=1e-9
+        )
+        assert on.tpot_s == pytest.approx(off.tpot_s, rel=1e-12)
+        assert on.output_tokens_per_s < off.output_tokens_per_s
+    assert 1e-3 < efficiency.frontend_s() < 2e-2
+    assert all(
+        r["source"].startswith(("pytorch", "tenstorrent"))
+        for r in efficiency.table("host")
+    )
+    with pytest.raises(TypeError, match="frontend"):
+        engine.serve("llama-3-8b", "H100", frontend="yes", **kw)  # type: ignore[arg-type]

@@ -54,7 +54,7 @@ def test_targets_table_agrees_with_the_summaries() -> None:
 
 
 def test_by_gpu_table_has_one_row_per_kind_and_gpu() -> None:
-    table = reports.by_gpu_markdown(("ttft", "attention"))
+    table = reports.by_gpu_markdown(kinds=("ttft", "attention"))
     rows = table.splitlines()[2:]
     groups = [
         g

@@ -24,8 +24,8 @@ published values):
 * **AIConfigurator** ``cli_estimate`` (aggregated serving, TensorRT-LLM
   performance tables of the GPU's system): a batch the source states is used
   as is (a static batch, the clients of a TTFT point); a full-load point takes
-  the best output throughput over batches 256 and 1024 that fit in
-  memory (no KV-capacity warning). Models: the Llama 3.1 configurations it
+  the largest of batches 1024, 256, 64 and 16 that fits in memory (no error,
+  no KV-capacity warning). Models: the Llama 3.1 configurations it
   ships (same shapes as the catalog's Llama-3-8B/70B and Llama-3.1-405B);
   others need a download from Hugging Face, unreachable here.
 * **MLSys·im** (one accelerator per model: tensor parallelism not covered):
@@ -78,7 +78,7 @@ AIC_MODELS = {
     "llama-3.1-405b": "meta-llama/Meta-Llama-3.1-405B",
 }
 AIC_GEMM = {"fp8": "fp8", "fp4": "nvfp4", "fp16": "bfloat16", "bf16": "bfloat16"}
-AIC_BATCHES = (256, 1024)
+AIC_BATCHES = (1024, 256, 64, 16)
 
 MLSYSIM_HARDWARE = {
     "H100 SXM": "H100",
@@ -163,7 +163,9 @@ def _aic(row: dict[str, str]) -> tuple[float, str, str]:
             )
         else:
             best, version, note, errors = math.nan, "", "", []
-            for batch in AIC_BATCHES:
+            for (
+                batch
+            ) in AIC_BATCHES:  # largest first: full load is the largest batch that fits
                 try:
                     r = cli_estimate(model, system, batch_size=batch, **common)
                 except Exception as err:  # noqa: BLE001 (a batch that fails does not fit)
@@ -171,12 +173,13 @@ def _aic(row: dict[str, str]) -> tuple[float, str, str]:
                     continue
                 version = r.backend_version
                 if r.kv_cache_warning:
+                    errors.append(f"batch {batch}: KV capacity warning")
                     continue
-                if not best >= r.tokens_per_second:
-                    best, note = (
-                        r.tokens_per_second,
-                        f"best of batches {AIC_BATCHES}: {batch}",
-                    )
+                best, note = (
+                    r.tokens_per_second,
+                    f"largest batch of {AIC_BATCHES} that fits: {batch}",
+                )
+                break
             if math.isnan(best):
                 return (
                     math.nan,
@@ -249,9 +252,16 @@ def _mlsysim(row: dict[str, str]) -> tuple[float, str]:
 
 
 def run_tools(
-    rows: list[dict[str, str]], book: dict[tuple[str, str, str], dict[str, str]]
+    rows: list[dict[str, str]],
+    book: dict[tuple[str, str, str], dict[str, str]],
+    *,
+    only_missing: bool = False,
 ) -> list[dict[str, str]]:
-    """Both tools' predictions for every point the book validates (``book``: the book step's rows)."""
+    """Both tools' predictions for every point the book validates (``book``: the book step's rows).
+
+    ``only_missing`` asks the tools only about validating points not yet asked
+    (a point the book began to validate since the last run).
+    """
     import importlib.metadata as md
 
     logging.disable(logging.WARNING)
@@ -261,6 +271,14 @@ def run_tools(
     out = []
     for i, row in enumerate(rows, 1):
         mine = dict(book[_key(row)])
+        earlier = mine.get("aiconfigurator_note", "") + mine.get("mlsysim_note", "")
+        if (
+            only_missing
+            and mine["book_role"] == "validation"
+            and "not run" not in earlier
+        ):
+            out.append(mine)  # computed by an earlier run of this version
+            continue
         if mine["book_role"] != "validation":
             aic, aic_note, db = (
                 math.nan,
@@ -326,6 +344,11 @@ def _write(rows: list[dict[str, str]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", choices=("tools", "book"))
+    parser.add_argument(
+        "--only-missing",
+        action="store_true",
+        help="tools step: ask only about validating points no run has asked about yet",
+    )
     args = parser.parse_args(argv)
     if args.step == "book":
         previous: dict[tuple[str, str, str], dict[str, str]] = {}
@@ -353,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         with OUT.open(newline="", encoding="utf-8") as f:
             roles = {_key(r): r for r in csv.DictReader(f)}
         points = _points()
-        _write(run_tools(points, roles))
+        _write(run_tools(points, roles, only_missing=args.only_missing))
     print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
