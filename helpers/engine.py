@@ -8,7 +8,11 @@ budget (chunked prefill). It admits a new request only while it has a
 sequence slot (``max_num_seqs``) and KV blocks for it, and runs the step
 whose time :mod:`helpers.steps` predicts kernel by kernel, plus a host cost
 per iteration. Decode-only steps run as CUDA graphs, padded to the next
-captured batch size.
+captured batch size. Engines with an overlap scheduler (SGLang, TensorRT-LLM)
+schedule iteration n+1 while n runs, so a request arriving at a busy engine
+joins one iteration later; ``serve(frontend=True)`` adds an HTTP frontend's
+measured latency (tokenising, IPC, streaming) before each request reaches the
+scheduler (:func:`helpers.efficiency.frontend_s`).
 
 The batch the engine can hold is set by memory: a share of each GPU
 (:attr:`EnginePreset.memory_fraction`) holds the weights, the activation

@@ -468,7 +468,11 @@ class Pricer:
             else:
                 self._moe_layer(tokens, add_gemms, add_elem)
                 ep_s += self._moe_comm(tokens)
-                if self.cfg.ep == 1 and not cfg.dp_attention:
+                if self.cfg.ep == 1:
+                    # experts split over the tensor-parallel group: their partial sums are
+                    # all-reduced; under data-parallel attention the replica's tokens are
+                    # all-gathered before and reduce-scattered after (TensorRT-LLM's and
+                    # SGLang's dp gather/scatter) -- the same bytes as one all-reduce
                     comm_s += self.allreduce(tokens * d * act, tp)
             after = (gemm_s, elem_s, comm_s, ep_s, floors, kernels, flops, nbytes)
             # one layer was added; scale it to ``layers``

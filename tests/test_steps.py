@@ -314,3 +314,18 @@ def test_calibration_gemm_times_support_the_overlapped_max_form():
     assert sum(s > x for s, x in zip(errors["sum"], errors["max"], strict=True)) >= 10
     # the default stays the overlapped form the data support
     assert steps.pricer("llama-3-8b", "H100").cfg.gemm_overlap == 0.0
+
+
+def test_dp_attention_with_tensor_parallel_experts_gathers_the_tokens():
+    # Under data-parallel attention with experts split over the TP group (ep=1),
+    # each MoE layer all-gathers the replica's tokens and reduce-scatters the
+    # output: one all-reduce's bytes per MoE layer, by hand.
+    m = steps.pricer("qwen3-235b-a22b", "H200", tp=8, weight_dtype="fp8").cfg.model
+    p = steps.pricer(
+        "qwen3-235b-a22b", "H200", tp=8, dp_attention=True, weight_dtype="fp8"
+    )
+    tokens = 512
+    moe_layers = m.n_layers - m.moe.first_dense_layers
+    by_hand = moe_layers * p.allreduce(tokens * m.d_model * 2.0, 8)
+    assert by_hand > 0
+    assert p.linear_part(tokens)[2] == pytest.approx(by_hand, rel=1e-12)
