@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:  # hardware imports this module: the catalog is looked up lazily
-    from ._devices import Accelerator
 
 
 def _is_number(value: object) -> bool:
@@ -127,13 +123,3 @@ def name(param: str, value: object) -> str:
     if not key:
         raise ValueError(f"{param} must not be empty")
     return key
-
-
-def accelerator(param: str, value: object) -> Accelerator:
-    """``hardware.get_accelerator(value)``, its ``KeyError`` naming the parameter ``param``."""
-    from .hardware import get_accelerator
-
-    try:
-        return get_accelerator(value)  # type: ignore[arg-type]
-    except KeyError as err:
-        raise KeyError(f"{param}: {err.args[0]}") from None

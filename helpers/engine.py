@@ -326,7 +326,7 @@ def kv_capacity(
     (True, 1024)
     """
     m = get_model(model)
-    device = _args.accelerator("acc", acc)
+    device = steps.accelerator(acc)
     pre = preset(engine)
     tp = _args.positive_int("tp", tp)
     w = _args.name("weight_dtype", weight_dtype)
@@ -913,7 +913,7 @@ def serve(
     ServeResult
     """
     m = get_model(model)
-    device = _args.accelerator("acc", acc)
+    device = steps.accelerator(acc)
     pre = preset(engine)
     tp = _args.positive_int("tp", tp)
     replicas = _args.positive_int("replicas", replicas)

@@ -694,10 +694,15 @@ def default_act_dtype(acc: str | Accelerator, weight_dtype: str) -> str:
     return "bf16"
 
 
-def _device(acc: str | Accelerator) -> Accelerator:
-    """``get_accelerator(acc)``, its ``KeyError`` naming the parameter ``acc``."""
-    device: Accelerator = _args.accelerator("acc", acc)
-    return device
+def accelerator(acc: str | Accelerator) -> Accelerator:
+    """The catalog's accelerator ``acc`` (a name or an :class:`Accelerator`), as every step is priced on.
+
+    Raises ``KeyError`` naming the parameter ``acc`` for a name the catalog lacks.
+    """
+    try:
+        return get_accelerator(acc)
+    except KeyError as err:
+        raise KeyError(f"acc: {err.args[0]}") from None
 
 
 _PRICERS: dict[tuple, Pricer] = {}
@@ -755,7 +760,7 @@ def pricer(
     if overlap > 1:
         raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
-    device = _device(acc)
+    device = accelerator(acc)
     tp = _args.positive_int("tp", tp)
     ep = _args.positive_int("ep", ep)
     _args.boolean("dp_attention", dp_attention)
@@ -1003,6 +1008,7 @@ __all__ = [
     "Pricer",
     "KERNEL_CLASSES",
     "StepTime",
+    "accelerator",
     "WEIGHT_BYTES",
     "compute_dtype",
     "decode_step",
