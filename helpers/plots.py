@@ -303,15 +303,15 @@ def draw_sweep(
             runs[-1] = (regime, runs[-1][1], i + 1)
         else:
             runs.append((regime, i, i + 1))
-    for regime, first, last in runs:
-        label = f"{regime}-bound" if regime not in shown else None
-        shown.add(regime)
+    for bound, first, last in runs:
+        label = f"{bound}-bound" if bound not in shown else None
+        shown.add(bound)
         ax.axvspan(
             edges[first],
             edges[last],
-            facecolor=BOUND_COLOURS[regime],
+            facecolor=BOUND_COLOURS[bound],
             edgecolor=HATCH_COLOUR,
-            hatch=BOUND_HATCHES[regime],
+            hatch=BOUND_HATCHES[bound],
             lw=0,
             label=label,
             zorder=0,
