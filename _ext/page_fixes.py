@@ -73,6 +73,58 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
 }});"""
 
 
+EQUATION_MIN_SCALE = 0.7
+"""The smallest a wide display equation is scaled to on a narrow screen: 70 % of MathJax's size,
+about 12 CSS px for body-size symbols (sub- and superscripts about 9 px), the smallest that reads."""
+
+FIT_WIDE_CONTENT = """(() => {
+  const MIN_SCALE = __MIN_SCALE__;
+  const hint = (box, text) => {
+    let note = box.previousElementSibling;
+    if (!note || !note.classList.contains("scroll-hint")) {
+      note = document.createElement("p");
+      note.className = "scroll-hint";
+      note.setAttribute("aria-hidden", "true");
+      note.textContent = text;
+      box.insertAdjacentElement("beforebegin", note);
+    }
+    return note;
+  };
+  const fitEquations = () => {
+    for (const eq of document.querySelectorAll('mjx-container[display="true"]')) {
+      eq.style.fontSize = "";
+      const room = eq.clientWidth, need = eq.scrollWidth;
+      if (!room || need <= room + 1) { eq.classList.remove("eq-scaled"); continue; }
+      const scale = Math.max(MIN_SCALE, Math.floor((room / need) * 100) / 100);
+      eq.style.fontSize = `${Math.round(scale * 100)}%`;
+      eq.classList.add("eq-scaled");
+    }
+  };
+  const markTables = () => {
+    const boxes = ".pst-scrollable-table-container, div.cell_output div.output:has(> table)";
+    for (const box of document.querySelectorAll(boxes)) {
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("is-wider", wide);
+      if (wide) hint(box, "⇆ Wider than the page: scroll the table sideways for more columns.").hidden = false;
+      const before = box.previousElementSibling;
+      if (!wide && before && before.classList.contains("scroll-hint")) before.hidden = true;
+    }
+  };
+  const all = () => { fitEquations(); markTables(); };
+  let timer = null;
+  window.addEventListener("resize", () => { clearTimeout(timer); timer = setTimeout(all, 150); });
+  document.addEventListener("DOMContentLoaded", markTables);
+  window.addEventListener("load", () => {
+    const mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(all);
+    else all();
+  });
+})();""".replace("__MIN_SCALE__", str(EQUATION_MIN_SCALE))
+"""R4-4, R4-7: a display equation wider than the column is scaled down to fit, to no less than
+:data:`EQUATION_MIN_SCALE` of its size (below that it scrolls, with the edge shadow of
+``_static/book.css``); a table wider than the column gets a visible "scroll sideways" line above it
+(and keeps the shadow). Both are re-measured when the window is resized."""
+
 FULL_SIZE_FIGURES = """document.addEventListener("DOMContentLoaded", () => {
   for (const img of document.querySelectorAll("div.cell_output img")) {
     if (img.closest("a")) continue;
@@ -259,4 +311,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("build-finished", _fix_markup)
     app.add_js_file(None, body=SIDEBAR_TOGGLES)
     app.add_js_file(None, body=FULL_SIZE_FIGURES)
+    app.add_js_file(None, body=FIT_WIDE_CONTENT)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
