@@ -41,18 +41,18 @@ def test_converted_chapter_in_jupyterlite_shows_no_markup_or_solution(browser, s
         page.locator(".jp-MarkdownOutput").first.wait_for(timeout=60_000)
         seen: list[str] = []
         notebook = page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
-        for _ in range(
-            200
-        ):  # JupyterLab renders the cells near the viewport: walk down the notebook
+        page.wait_for_timeout(1000)
+        last, still = -1.0, 0
+        # JupyterLab renders the cells near the viewport: walk down the notebook to its end
+        for _ in range(400):
             seen += page.locator(".jp-Notebook .jp-RenderedMarkdown").all_inner_texts()
-            at_end = notebook.evaluate(
-                "(e) => { e.scrollBy(0, e.clientHeight * 0.8); return e.scrollTop + e.clientHeight >= e.scrollHeight - 2; }"
+            top = notebook.evaluate(
+                "(e) => { e.scrollBy(0, e.clientHeight * 0.7); return e.scrollTop; }"
             )
-            page.wait_for_timeout(100)
-            if at_end:
-                seen += page.locator(
-                    ".jp-Notebook .jp-RenderedMarkdown"
-                ).all_inner_texts()
+            page.wait_for_timeout(150)
+            still = still + 1 if top == last else 0
+            last = top
+            if still >= 3:
                 break
         text = "\n".join(seen)
         assert "Exercise 1" in text
