@@ -100,30 +100,44 @@ FIT_WIDE_CONTENT = """(() => {
       eq.classList.add("eq-scaled");
     }
   };
+  const WIDE = [
+    [".pst-scrollable-table-container, div.cell_output div.output:has(> table)",
+     "⇆ Wider than the page: scroll the table sideways for more columns."],
+    ["div.cell_output:has(> a > img), div.cell_output:has(> img)",
+     "⇆ Shown at full size so its text reads: scroll the plot sideways, or tap it to open it alone."],
+  ];
   const markTables = () => {
-    const boxes = ".pst-scrollable-table-container, div.cell_output div.output:has(> table)";
-    for (const box of document.querySelectorAll(boxes)) {
-      const wide = box.scrollWidth > box.clientWidth + 1;
-      box.classList.toggle("is-wider", wide);
-      if (wide) hint(box, "⇆ Wider than the page: scroll the table sideways for more columns.").hidden = false;
-      const before = box.previousElementSibling;
-      if (!wide && before && before.classList.contains("scroll-hint")) before.hidden = true;
+    for (const [boxes, text] of WIDE) {
+      for (const box of document.querySelectorAll(boxes)) {
+        const wide = box.scrollWidth > box.clientWidth + 1;
+        box.classList.toggle("is-wider", wide);
+        if (wide) hint(box, text).hidden = false;
+        const before = box.previousElementSibling;
+        if (!wide && before && before.classList.contains("scroll-hint")) before.hidden = true;
+      }
     }
   };
   const all = () => { fitEquations(); markTables(); };
   let timer = null;
   window.addEventListener("resize", () => { clearTimeout(timer); timer = setTimeout(all, 150); });
-  document.addEventListener("DOMContentLoaded", markTables);
+  document.addEventListener("DOMContentLoaded", () => {
+    markTables();
+    // a plot is only as wide as its image once the image has loaded
+    for (const img of document.querySelectorAll("div.cell_output img")) {
+      if (!img.complete) img.addEventListener("load", markTables, { once: true });
+    }
+  });
   window.addEventListener("load", () => {
     const mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(all);
     else all();
   });
 })();""".replace("__MIN_SCALE__", str(EQUATION_MIN_SCALE))
-"""R4-4, R4-7: a display equation wider than the column is scaled down to fit, to no less than
+"""R4-4, R4-7, R4-5: a display equation wider than the column is scaled down to fit, to no less than
 :data:`EQUATION_MIN_SCALE` of its size (below that it scrolls, with the edge shadow of
 ``_static/book.css``); a table wider than the column gets a visible "scroll sideways" line above it
-(and keeps the shadow). Both are re-measured when the window is resized."""
+(and keeps the shadow), and so does a plot, which on a phone is shown at its full size so that its
+9-point text reads (``_static/book.css``). All are re-measured when the window is resized."""
 
 FULL_SIZE_FIGURES = """document.addEventListener("DOMContentLoaded", () => {
   for (const img of document.querySelectorAll("div.cell_output img")) {
