@@ -128,7 +128,7 @@ FIT_WIDE_CONTENT = """(() => {
     }
   });
   window.addEventListener("load", () => {
-    const mj = window.MathJax;
+    const mj = window["MathJax"];  // (not spelled as a MathJax configuration is)
     if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(all);
     else all();
   });
