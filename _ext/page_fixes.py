@@ -217,6 +217,14 @@ MARKUP_FIXES: tuple[tuple[str, str, str], ...] = (
     ),
     (' role="doc-biblioentry"', "", "deprecated bibliography role"),
     (
+        # pydata-sphinx-theme folds a sidebar entry's sub-pages (the API reference's module pages)
+        # under a <summary> holding only a chevron icon: a button with no name (axe "summary-name").
+        '<summary><span class="toctree-toggle" role="presentation">',
+        '<summary aria-label="Show or hide the pages under this one">'
+        '<span class="toctree-toggle" role="presentation">',
+        "sidebar fold without a name",
+    ),
+    (
         # The primary sidebar holds the book's title link and search field outside any landmark,
         # so a screen reader's landmark list skips them (axe "region", moderate). The sidebar is
         # the book's navigation: its contents list is already a <nav> inside it.
