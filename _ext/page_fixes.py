@@ -73,6 +73,72 @@ _LIVE_BUTTON_KEYS = f"""document.addEventListener("DOMContentLoaded", () => {{
 }});"""
 
 
+EQUATION_MIN_SCALE = 0.7
+"""The smallest a wide display equation is scaled to on a narrow screen: 70 % of MathJax's size,
+about 12 CSS px for body-size symbols (sub- and superscripts about 9 px), the smallest that reads."""
+
+FIT_WIDE_CONTENT = """(() => {
+  const MIN_SCALE = __MIN_SCALE__;
+  const hint = (box, text) => {
+    let note = box.previousElementSibling;
+    if (!note || !note.classList.contains("scroll-hint")) {
+      note = document.createElement("p");
+      note.className = "scroll-hint";
+      note.setAttribute("aria-hidden", "true");
+      note.textContent = text;
+      box.insertAdjacentElement("beforebegin", note);
+    }
+    return note;
+  };
+  const fitEquations = () => {
+    for (const eq of document.querySelectorAll('mjx-container[display="true"]')) {
+      eq.style.fontSize = "";
+      const room = eq.clientWidth, need = eq.scrollWidth;
+      if (!room || need <= room + 1) { eq.classList.remove("eq-scaled"); continue; }
+      const scale = Math.max(MIN_SCALE, Math.floor((room / need) * 100) / 100);
+      eq.style.fontSize = `${Math.round(scale * 100)}%`;
+      eq.classList.add("eq-scaled");
+    }
+  };
+  const WIDE = [
+    [".pst-scrollable-table-container, div.cell_output div.output:has(> table)",
+     "⇆ Wider than the page: scroll the table sideways for more columns."],
+    ["div.cell_output:has(> a > img), div.cell_output:has(> img)",
+     "⇆ Shown at full size so its text reads: scroll the plot sideways, or tap it to open it alone."],
+  ];
+  const markTables = () => {
+    for (const [boxes, text] of WIDE) {
+      for (const box of document.querySelectorAll(boxes)) {
+        const wide = box.scrollWidth > box.clientWidth + 1;
+        box.classList.toggle("is-wider", wide);
+        if (wide) hint(box, text).hidden = false;
+        const before = box.previousElementSibling;
+        if (!wide && before && before.classList.contains("scroll-hint")) before.hidden = true;
+      }
+    }
+  };
+  const all = () => { fitEquations(); markTables(); };
+  let timer = null;
+  window.addEventListener("resize", () => { clearTimeout(timer); timer = setTimeout(all, 150); });
+  document.addEventListener("DOMContentLoaded", () => {
+    markTables();
+    // a plot is only as wide as its image once the image has loaded
+    for (const img of document.querySelectorAll("div.cell_output img")) {
+      if (!img.complete) img.addEventListener("load", markTables, { once: true });
+    }
+  });
+  window.addEventListener("load", () => {
+    const mj = window["MathJax"];  // (not spelled as a MathJax configuration is)
+    if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(all);
+    else all();
+  });
+})();""".replace("__MIN_SCALE__", str(EQUATION_MIN_SCALE))
+"""R4-4, R4-7, R4-5: a display equation wider than the column is scaled down to fit, to no less than
+:data:`EQUATION_MIN_SCALE` of its size (below that it scrolls, with the edge shadow of
+``_static/book.css``); a table wider than the column gets a visible "scroll sideways" line above it
+(and keeps the shadow), and so does a plot, which on a phone is shown at its full size so that its
+9-point text reads (``_static/book.css``). All are re-measured when the window is resized."""
+
 FULL_SIZE_FIGURES = """document.addEventListener("DOMContentLoaded", () => {
   for (const img of document.querySelectorAll("div.cell_output img")) {
     if (img.closest("a")) continue;
@@ -150,6 +216,14 @@ MARKUP_FIXES: tuple[tuple[str, str, str], ...] = (
         "bibliography entry outside a list item",
     ),
     (' role="doc-biblioentry"', "", "deprecated bibliography role"),
+    (
+        # pydata-sphinx-theme folds a sidebar entry's sub-pages (the API reference's module pages)
+        # under a <summary> holding only a chevron icon: a button with no name (axe "summary-name").
+        '<summary><span class="toctree-toggle" role="presentation">',
+        '<summary aria-label="Show or hide the pages under this one">'
+        '<span class="toctree-toggle" role="presentation">',
+        "sidebar fold without a name",
+    ),
     (
         # The primary sidebar holds the book's title link and search field outside any landmark,
         # so a screen reader's landmark list skips them (axe "region", moderate). The sidebar is
@@ -259,4 +333,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("build-finished", _fix_markup)
     app.add_js_file(None, body=SIDEBAR_TOGGLES)
     app.add_js_file(None, body=FULL_SIZE_FIGURES)
+    app.add_js_file(None, body=FIT_WIDE_CONTENT)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -135,9 +135,9 @@ def _doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> Non
     for name, tree in pages or [(docname, doctree)]:
         if name.startswith("labs/"):
             strip_lab_steps(tree)
-        elif name == API_DOC:
+        elif name == API_DOC or name.startswith(f"{API_DOC}/"):
             base = (app.config.html_baseurl or "").rstrip("/")
-            shorten_api(tree, f"{base}/{API_DOC}.html" if base else "")
+            shorten_api(tree, f"{base}/{name}.html" if base else "")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -54,10 +54,15 @@ def format_si(value: float, unit: str = "", *, digits: int = 3) -> str:
     return f"{mantissa} {prefix}{unit}".rstrip()
 
 
+MISSING = "not published"
+"""What a table shows for a value that is ``None`` (no datasheet or paper gives it)."""
+
+
 def markdown_table(
     header: Sequence[str], rows: Sequence[Sequence[object]], *, align: str | None = None
 ) -> str:
-    """A Markdown table with ``header`` and one line per row (cells printed with ``str``).
+    """A Markdown table with ``header`` and one line per row (cells printed with ``str``; a
+    ``None`` cell, a value no source publishes, as :data:`MISSING`).
 
     ``align`` has one letter per column, ``"l"`` or ``"r"`` (default: the first
     column left, the others right, as numbers read best).
@@ -83,7 +88,7 @@ def markdown_table(
         "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|",
     ]
     for i, row in enumerate(rows):
-        cells = [str(c) for c in row]
+        cells = [MISSING if c is None else str(c) for c in row]
         if len(cells) != len(header):
             raise ValueError(
                 f"rows[{i}] has {len(cells)} cells, the header {len(header)}"

@@ -251,6 +251,10 @@ BOUND_COLOURS = {"overhead": "0.88", "memory": "#cce3f0", "compute": "#f9e2bf"}
 BOUND_HATCHES = {"overhead": "", "memory": "/", "compute": "."}
 """Hatching of each bound's background in :func:`draw_sweep`, so the regimes differ without colour."""
 
+HATCH_COLOUR = "0.8"
+"""Grey of the hatching in :func:`draw_sweep`: light enough that the curves, not the texture, stand
+out (R4-12), dark enough to tell the regimes apart in greyscale."""
+
 
 def _decade_limits(values: np.ndarray) -> tuple[float, float]:
     """Axis limits rounded out to whole powers of ten, so a log axis always shows labelled decades."""
@@ -291,17 +295,26 @@ def draw_sweep(
     b = sweep.batch.astype(float)
     edges = np.concatenate([[b[0]], np.sqrt(b[1:] * b[:-1]), [b[-1]]])
     shown = set()
+    # One band per run of batches in the same regime (not one per batch: abutting hatched
+    # bands restart their pattern at every edge), its hatching in a light grey behind the data.
+    runs: list[tuple[str, int, int]] = []
     for i, regime in enumerate(sweep.bound):
-        label = f"{regime}-bound" if regime not in shown else None
-        shown.add(regime)
+        if runs and runs[-1][0] == regime:
+            runs[-1] = (regime, runs[-1][1], i + 1)
+        else:
+            runs.append((regime, i, i + 1))
+    for bound, first, last in runs:
+        label = f"{bound}-bound" if bound not in shown else None
+        shown.add(bound)
         ax.axvspan(
-            edges[i],
-            edges[i + 1],
-            facecolor=BOUND_COLOURS[regime],
-            edgecolor="0.6",
-            hatch=BOUND_HATCHES[regime],
+            edges[first],
+            edges[last],
+            facecolor=BOUND_COLOURS[bound],
+            edgecolor=HATCH_COLOUR,
+            hatch=BOUND_HATCHES[bound],
             lw=0,
             label=label,
+            zorder=0,
         )
     every = max(1, len(b) // 12)
     ax.loglog(

@@ -139,3 +139,12 @@ def test_markdown_table_rejects_bad_input(header, rows, align, message):
     """No columns, a row with the wrong number of cells, or a bad ``align`` raise ValueError naming it."""
     with pytest.raises(ValueError, match=message):
         markdown_table(header, rows, align=align)
+
+
+def test_missing_values_read_not_published():
+    """R4-9: a None cell prints as "not published", never as Python's None."""
+    from helpers.formatting import MISSING, markdown_table
+
+    table = markdown_table(["GPU", "SMs"], [["H20", None], ["T4", 40]])
+    assert "None" not in table
+    assert f"| H20 | {MISSING} |" in table

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -52,64 +51,15 @@ def test_every_chapter_gets_its_live_block(path):
     )
 
 
-CITATIONS = {
-    "williams2009roofline": "Williams et al., 2009",
-    "qin2025mooncake": "Qin et al., 2025",
-}
-
-
-def test_roles_become_plain_markdown():
-    """A citation is "(Author et al., year)" linked to the web bibliography; a {doc} link goes to
-    the staged notebook when JupyterLite has it and to the web page otherwise; {ref} keeps its
-    text, {math} becomes $...$, and the footbibliography directive goes."""
-    text = (
-        "Rooflines {footcite}`williams2009roofline,qin2025mooncake`; see {doc}`Chapter 2 "
-        "<02_roofline>` and {doc}`the lab <../labs/lab1_roofline>`, {ref}`the table <tbl-x>`,"
-        " {math}`b^2`.\n\n```{footbibliography}\n```\n"
+def test_launch_links_open_the_converted_notebooks_branch():
+    """Colab and Binder buttons open the branch the deploy workflow writes the plain notebooks to."""
+    colab = "https://colab.research.google.com/github/o/r/blob/main/chapters/04_batching.ipynb"
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/chapters/04_batching.ipynb"
+    assert live_notebooks.launch_url(colab, "notebooks") == colab.replace(
+        "/main/", "/notebooks/"
     )
-    out = live_notebooks.plain_markdown(
-        text,
-        docname="chapters/04_batching",
-        staged={"chapters/02_roofline"},
-        web="https://example.org/book",
-        citations=CITATIONS,
+    assert live_notebooks.launch_url(binder, "notebooks") == binder.replace(
+        "/main?", "/notebooks?"
     )
-    assert out == (
-        "Rooflines ([Williams et al., 2009; Qin et al., 2025]"
-        "(https://example.org/book/appendix/bibliography.html)); see [Chapter 2](02_roofline.ipynb)"
-        " and [the lab](https://example.org/book/labs/lab1_roofline.html), the table, $b^2$.\n\n"
-    )
-
-
-def test_every_chapter_stages_without_a_myst_role(tmp_path):
-    """Each chapter, staged as JupyterLite gets it, has no {role}`...` left in its Markdown, and its
-    code cells are untouched."""
-    staged = {f"chapters/{p.stem}" for p in CHAPTERS}
-    citations = live_notebooks.citation_texts(ROOT / "references.bib")
-    for path in CHAPTERS:
-        target = tmp_path / path.name
-        live_notebooks.stage_notebook(
-            path,
-            target,
-            docname=f"chapters/{path.stem}",
-            staged=staged,
-            web="https://example.org/book",
-            citations=citations,
-        )
-        before = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        after = json.loads(target.read_text(encoding="utf-8"))["cells"]
-        assert len(before) == len(after)
-        for old, new in zip(before, after):
-            if new["cell_type"] == "markdown":
-                assert not live_notebooks._ROLE.search(new["source"]), (
-                    f"{path.name}: {live_notebooks._ROLE.search(new['source']).group(0)}"
-                )
-            else:
-                assert new["source"] == old["source"]
-
-
-def test_citation_texts_are_author_year():
-    """One author: "Surname, year"; more than two: "Surname et al., year" (references.bib)."""
-    texts = live_notebooks.citation_texts(ROOT / "references.bib")
-    assert texts["williams2009roofline"] == "Williams et al., 2009"
-    assert all(re.search(r", (\d{4}|n\.d\.)$", t) for t in texts.values())
+    other = "https://github.com/o/r/blob/main/README.md"
+    assert live_notebooks.launch_url(other, "notebooks") == other

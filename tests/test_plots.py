@@ -490,3 +490,20 @@ def test_the_greyscale_check_can_fail():
     assert not all(_has_marker(line) for _, line in _series_of(fig))
     assert len(set(keys)) < len(keys)
     plt.close(fig)
+
+
+def test_sweep_hatching_is_light_and_one_band_per_regime():
+    """R4-12: the regimes' hatching is a light grey behind the curves, one band per run of batches
+    in a regime (not one per batch), so the data is what stands out."""
+    import matplotlib.colors as mcolors
+
+    sweep = batching.linear_sweep(
+        [1, 2, 4, 8, 16, 64, 256, 1024, 4096], 4096, 4096, "t4", overhead=5e-6
+    )
+    _, ax = plots.new_figure()
+    plots.draw_sweep(ax, sweep)
+    runs = 1 + sum(a != b for a, b in zip(sweep.bound, sweep.bound[1:]))
+    assert len(ax.patches) == runs < len(sweep.batch)
+    for patch in ax.patches:
+        assert min(mcolors.to_rgb(patch.get_edgecolor())) >= 0.75
+        assert patch.get_zorder() < ax.lines[0].get_zorder()

@@ -6,8 +6,10 @@
     ``jupyter-book build --config``.
 ``python tools/student_edition.py strip HTML_DIR``
     removes the solution blocks from the notebooks the built site offers for
-    download (``_sources``) and opens live (JupyterLite's ``lite/files``), and packs
-    all chapter and lab notebooks into ``HTML_DIR/_downloads/notebooks-student.zip``.
+    download (``_sources``, ``notebooks``) and opens live (JupyterLite's ``lite/files``), and packs
+    all chapter and lab notebooks into ``HTML_DIR/_downloads/notebooks-student.zip``. The build
+    has already written them converted to plain Jupyter Markdown without solutions
+    (``tools/plain_notebooks.py``); this pass is a second guard.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def strip_notebook(path: Path) -> nbformat.NotebookNode:
 def strip_site(html_dir: Path) -> Path:
     """Strip solutions from the downloadable and the live notebooks and write the notebooks
     zip; return its path."""
-    for folder in ("_sources", "lite/files"):
+    for folder in ("_sources", "lite/files", "notebooks"):
         for path in (html_dir / folder).rglob("*.ipynb"):
             nbformat.write(strip_notebook(path), path)
     archive = html_dir / "_downloads" / "notebooks-student.zip"
@@ -117,8 +119,11 @@ def strip_site(html_dir: Path) -> Path:
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         for folder in ("chapters", "labs"):
             for path in sorted((ROOT / folder).glob("*.ipynb")):
+                # the build's plain-Jupyter copy (tools/plain_notebooks.py), stripped again
+                converted = html_dir / "notebooks" / folder / path.name
+                source = converted if converted.exists() else path
                 zf.writestr(
-                    f"{folder}/{path.name}", nbformat.writes(strip_notebook(path))
+                    f"{folder}/{path.name}", nbformat.writes(strip_notebook(source))
                 )
     return archive
 

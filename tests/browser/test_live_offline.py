@@ -14,7 +14,8 @@ def test_live_notebooks_hold_no_myst_role():
     """Every chapter notebook the live site opens has its roles rewritten (JupyterLite's Markdown
     is not MyST: it would show {footcite}`...` as typed)."""
     staged = sorted((HTML / "lite" / "files" / "chapters").glob("*.ipynb"))
-    assert len(staged) == len(CHAPTERS)
+    # each chapter, and the calculator notebook its live button opens
+    assert len(staged) == 2 * len(CHAPTERS)
     for path in staged:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] == "markdown":
@@ -40,5 +41,9 @@ def test_live_button_offline_says_python_could_not_load(browser, site):
         note.wait_for(timeout=15_000)
         assert note.inner_text().startswith("Python could not be loaded (offline?)")
         assert note.is_visible()
+        # R4-3: no empty frame is left under the message
+        box = page.locator(".jupyterlite_sphinx_iframe_container").first
+        box_height = box.evaluate("(e) => e.getBoundingClientRect().height")
+        assert box_height < 10, f"an empty live frame {box_height:.0f} px tall is left"
     finally:
         page.close()

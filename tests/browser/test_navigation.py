@@ -128,24 +128,49 @@ def test_no_empty_header_band(open_page, width):
     assert top < 5
 
 
-def test_wide_formula_on_a_phone_scrolls_with_a_cue(open_page):
-    """At 390 px a display formula wider than the column scrolls sideways inside its block, and
-    the block draws the edge shadows that say so (R27; tables get the same, R12)."""
-    page = open_page(390)
-    page.goto(page.url.replace("04_batching", "02_roofline"))
-    page.wait_for_load_state("load")
-    page.wait_for_timeout(1500)  # MathJax typesets
-    wide = page.evaluate(
-        """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).filter(
-            d => d.scrollWidth > d.clientWidth + 2).map(d => {
+# Formulas that need their chapter's owner to break them over lines (named in the site report).
+_TOO_WIDE = {
+    "chapters/10_attention_offload.html": "t_linear = roofline(...), t_attn = roofline(...) on one line",
+    "chapters/11_hybrid_strategies.html": "the fetched-or-recomputed case formula",
+}
+
+
+@pytest.mark.parametrize(
+    "chapter",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_TOO_WIDE[c]))
+        if c in _TOO_WIDE
+        else c
+        for c in CHAPTERS
+    ],
+)
+def test_display_formulas_fit_a_phone(browser, site, chapter):
+    """R4-4: at 390 px every display formula fits its column, scaled down to no less than 70 %
+    (_ext/page_fixes.py); one that still does not fit scrolls sideways with the edge shadows
+    (R27) and is named here, for its chapter's owner to break over lines."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(f"{site}/{chapter}")
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(2000)  # MathJax typesets, then the page fits the formulas
+        blocks = page.evaluate(
+            """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).map(d => {
                 const s = getComputedStyle(d);
-                return {overflow: s.overflowX, background: s.backgroundImage};
+                return {fits: d.scrollWidth <= d.clientWidth + 2, size: d.style.fontSize,
+                        overflow: s.overflowX, background: s.backgroundImage,
+                        tex: (d.querySelector("mjx-assistive-mml") || d).textContent.slice(0, 60)};
             })"""
-    )
-    assert wide, "no display formula wider than a phone's column to check"
-    for block in wide:
-        assert block["overflow"] in {"auto", "scroll"}
-        assert block["background"].count("gradient") == 4
+        )
+    finally:
+        page.close()
+    for block in blocks:
+        if block["size"]:
+            assert float(block["size"].rstrip("%")) >= 70, block
+        if not block["fits"]:
+            assert block["overflow"] in {"auto", "scroll"}
+            assert block["background"].count("gradient") == 4
+    too_wide = [b["tex"] for b in blocks if not b["fits"]]
+    assert not too_wide, f"{chapter}: formulas wider than a phone at 70 %: {too_wide}"
 
 
 # Everything in an article that reaches past the right edge of a phone's screen and is not inside

@@ -248,6 +248,11 @@ def test_solution_opens_and_live_button_takes_focus(browser, site, path: str):
         "**/_static/mathjax/**",
         lambda route: route.fulfill(body="", content_type="text/javascript"),
     )
+    # as if online: the live block's check that Pyodide's CDN answers succeeds, so its frame opens
+    page.route(
+        re.compile(r"https://cdn\.jsdelivr\.net/.*"),
+        lambda route: route.fulfill(status=200, body=""),
+    )
     try:
         page.goto(f"{site}/{path}", wait_until="load")
         solution = page.locator(".solution.dropdown").first

@@ -11,6 +11,7 @@ requests the live kernel makes go to the Pyodide CDN.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -95,9 +96,15 @@ def test_chapter_shows_static_calculator(page_report, site, path):
 
 
 def test_live_button_opens_the_chapter_in_the_page(browser, site, screenshots):
-    """Pressing a chapter's live button replaces it with the chapter running in JupyterLite, in the page."""
+    """Pressing a chapter's live button replaces it with its calculator notebook running in JupyterLite, in the page."""
     context, page, _, off_host, failed = visit(
         browser, f"{site}/{CHAPTERS[0]}", maths=False
+    )
+    # as if online: the page's check that Pyodide's CDN answers succeeds (offline the frame folds
+    # away, tests/browser/test_live_offline.py), and the notebook UI opens from the site
+    page.route(
+        re.compile(r"https://cdn\.jsdelivr\.net/.*"),
+        lambda route: route.fulfill(status=200, body=""),
     )
     try:
         button = page.locator(".jupyterlite_sphinx_try_it_button").first
@@ -171,4 +178,7 @@ def test_lite_site_ships_helpers_and_widgets_wheels():
 def test_lite_site_holds_every_chapter():
     """Every chapter's live button has its notebook in the lite site, even after an incremental build."""
     shipped = {p.name for p in (HTML / "lite" / "files" / "chapters").glob("*.ipynb")}
-    assert shipped == {Path(c).with_suffix(".ipynb").name for c in CHAPTERS}
+    chapters = {Path(c).with_suffix(".ipynb").name for c in CHAPTERS}
+    # each chapter, and the calculator notebook its live button opens (tools/plain_notebooks.py)
+    calculators = {n.replace(".ipynb", ".calculator.ipynb") for n in chapters}
+    assert shipped == chapters | calculators

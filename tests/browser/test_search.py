@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def _results(browser, site, query: str) -> list[dict]:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -59,3 +61,21 @@ def test_roofline_lists_api_entries_after_the_chapters(browser, site):
     prose = [i for i, h in enumerate(hrefs) if not h.startswith("appendix/api")]
     assert api, f"no API entry found for 'roofline': {hrefs[:10]}"
     assert min(api) > max(prose), hrefs[:12]
+
+
+def test_kv_cache_ranks_its_chapters_first_with_sentences(browser, site):
+    """R4-6: "KV cache" lists Chapter 6 (where the KV cache is taught) and Chapter 7 (moving one)
+    first, and the snippets are sentences from the text, not the page's outline ("Contents 11.1")."""
+    results = _results(browser, site, "KV cache")
+    hrefs = [r["href"].split("#")[0] for r in results]
+    assert hrefs[:2] == [
+        "chapters/06_transformer_inference.html",
+        "chapters/07_transfer_or_recompute.html",
+    ], hrefs[:5]
+    for result in results[:8]:
+        snippet = result["snippet"]
+        assert "Contents" not in snippet, snippet
+        # an outline lists section numbers one after another: "11.1. Motivation ... 11.2. Where"
+        assert not re.search(r"\d+\.\d+\. [^.]{0,80}?\d+\.\d+\. ", snippet), snippet
+        if len(snippet) > 40:  # not a glossary term's own name
+            assert len(re.findall(r"[a-z]+", snippet)) >= 8, snippet
