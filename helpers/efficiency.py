@@ -262,6 +262,7 @@ def eager_dispatch_s(*, framework: str = "PyTorch eager") -> float:
 
 __all__ = [
     "eager_dispatch_s",
+    "frontend_s",
     "AttentionFractions",
     "GemmFloor",
     "attention_fractions",

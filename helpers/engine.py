@@ -899,6 +899,8 @@ def serve(
     seed : int
         Seed of the Poisson arrivals.
 
+    Notes
+    -----
     With none of ``requests``, ``concurrency`` and ``rate``: full load, the
     engine's largest batch kept full, in steady state: as many closed-loop
     clients as ``max_num_seqs`` or as the KV cache holds sequences of the mean

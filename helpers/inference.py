@@ -212,6 +212,9 @@ def prefill_step(
     Recomputing a prefix's KV cache is prefilling it, so this is also the
     recompute time of :mod:`helpers.kvcache`.
 
+    This is the whole-step **bound** (one roofline over the whole pass);
+    :func:`helpers.steps.prefill_step` is the kernel-by-kernel **prediction**.
+
     Parameters
     ----------
     model : str or ModelConfig
@@ -233,8 +236,6 @@ def prefill_step(
         Storage of the KV cache written (:data:`helpers.kv_formats.KV_FORMATS`);
         ``None``: ``dtype``.
 
-    This is the whole-step **bound** (one roofline over the whole pass);
-    :func:`helpers.steps.prefill_step` is the kernel-by-kernel **prediction**.
     """
     cost = prefill_cost(model, tokens, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
     parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)

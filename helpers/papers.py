@@ -121,7 +121,7 @@ MOVED = MappingProxyType(
     }
 )
 """Where each figure lived before it moved here (``module.OLD`` -> name here), read from the
-package's one table of moved names, :data:`helpers._moved.MOVED`; the old names warn."""
+package's one table of moved names, ``helpers._moved.MOVED``; the old names warn."""
 
 
 __all__ = [

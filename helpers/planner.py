@@ -197,7 +197,7 @@ class Plan:
 
     @property
     def best(self) -> Candidate:
-        """The winning candidate (first row of :attr:`candidates`)."""
+        """The winning candidate (first row of ``candidates``)."""
         return self.candidates[0]
 
 
@@ -745,7 +745,7 @@ def plan(
     dtype : str
         Weights and KV dtype.
     engine : str
-        Engine whose flags come first in :attr:`Plan.engine_flags` (``"vllm"``, ``"sglang"``, ``"dynamo"``).
+        Engine whose flags come first in ``Plan.engine_flags`` (``"vllm"``, ``"sglang"``, ``"dynamo"``).
 
     Raises
     ------

@@ -31,7 +31,7 @@ KIND_TARGETS: Mapping[str, tuple[float, float]] = MappingProxyType(
     {"serving": (0.12, 0.30), "ttft": (0.15, 0.35), "attention": (0.20, 0.40)}
 )
 """(median, p90) of the absolute error each engine kind is judged by (issue #35); other kinds
-use :data:`TARGET_MEDIAN` and :data:`TARGET_P90`."""
+use ``TARGET_MEDIAN`` and ``TARGET_P90``."""
 
 SERVING_SIGNED_TARGET = 0.08
 """The serving kind's signed median error must also lie within this (issue #35): no systematic lean."""

@@ -596,7 +596,7 @@ def measured_step_time(
     touch (:func:`helpers.llm.expected_experts_touched`), and its sequences'
     KV caches; its FLOP those of its own tokens, the MLA core's at the
     16-bit rate (:data:`MLA_CORE_DTYPE`). The all-to-alls
-    (:func:`_ep_comm`) overlap compute only as much as two-batch overlap
+    (``_ep_comm``) overlap compute only as much as two-batch overlap
     was measured to hide (:func:`two_batch_overlap`); a rank's ``chunk`` may
     hold ``prompts`` equal prompts, each after ``prefix`` cached tokens
     (prefill at a published tokens-per-GPU batch).

@@ -144,7 +144,7 @@ def compute_dtype(acc: str | Accelerator, weight_dtype: str, act_dtype: str) -> 
 
     Both operands must share the tensor cores' format: 8-bit weights with
     8-bit activations run at the 8-bit peak if ``acc`` has one, NVFP4 with
-    NVFP4 at the FP4 peak on Blackwell (:data:`helpers.hardware.FP4_DENSE_FLOPS`); anything
+    NVFP4 at the FP4 peak on Blackwell (``helpers.hardware.FP4_DENSE_FLOPS``); anything
     else runs at ``act_dtype``'s 16-bit peak with the weights dequantised
     (weight-only quantisation, W8A16 / W4A16).
 

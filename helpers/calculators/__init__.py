@@ -12,10 +12,10 @@ Module ``helpers.calculators.<builder>`` holds
   calculator shows instead of a result. The render functions need no widgets, so the tests
   call them directly (``tests/test_calculators_<builder>.py``).
 
-:data:`CALCULATORS` lists them, by the slug of the chapter that shows each (its file name in
+``CALCULATORS`` lists them, by the slug of the chapter that shows each (its file name in
 ``_toc.yml`` without the number); the tests and the API page iterate it. **Adding a calculator**
 is a module ``helpers/calculators/<builder>.py`` (copy the shortest, ``resnet50.py``), its line
-``from .<builder> import *`` below, one line in :data:`CALCULATORS`, and
+``from .<builder> import *`` below, one line in ``CALCULATORS``, and
 ``tests/test_calculators_<builder>.py``; ``tests/test_calculators.py`` fails on a module missing
 from the table or a slug missing from ``_toc.yml``.
 

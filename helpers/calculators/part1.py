@@ -3,7 +3,7 @@
 Each calculator now has its own module, ``helpers.calculators.<builder>``.
 
 Every name that lived here still works, with a :class:`DeprecationWarning`, until release
-:data:`helpers._moved.REMOVE_IN` (the table is :data:`helpers._moved.MOVED`).
+``helpers._moved.REMOVE_IN`` (the table is ``helpers._moved.MOVED``).
 """
 
 from .._moved import forwarder

@@ -37,7 +37,7 @@ def render_plan_deployment(
 ) -> str:
     """Chapter ``plan_deployment``: the planner's ranked layouts as bars of goodput per GPU, and the plan in words.
 
-    Bars: output tokens per second per GPU of the best :data:`SHOWN`
+    Bars: output tokens per second per GPU of the best ``SHOWN``
     candidates of :func:`helpers.planner.plan`, hatched by mode (aggregated
     plain, disaggregated hatched) so the figure reads without colour.
     """
