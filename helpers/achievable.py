@@ -21,21 +21,23 @@ from .published import PublishedPoint, load
 _GEMM_LIBRARY = re.compile(r"torch|mamf|cublas", re.IGNORECASE)
 
 
-def _gpu(p: PublishedPoint) -> str:
+def point_gpu(p: PublishedPoint) -> str:
+    """The GPU a published point was measured on; ``ValueError`` if the point names none."""
     if p.gpu is None:
         raise ValueError("this kind needs a GPU")
     return p.gpu
 
 
-def _prec(p: PublishedPoint) -> str:
+def point_precision(p: PublishedPoint) -> str:
+    """The precision of a published point; ``ValueError`` if the point names none."""
     if p.precision is None:
         raise ValueError("this kind needs a precision")
     return p.precision
 
 
-def _peak_fraction(p: PublishedPoint) -> float | None:
+def peak_fraction(p: PublishedPoint) -> float | None:
     """Measured / datasheet for a peak point the model can use, else ``None``."""
-    acc = get_accelerator(_gpu(p))
+    acc = get_accelerator(point_gpu(p))
     if p.quantity == "memory_bandwidth":
         return p.value / acc.memory_bandwidth
     benchmark = p.setting["benchmark"]
@@ -45,7 +47,7 @@ def _peak_fraction(p: PublishedPoint) -> float | None:
         and "microkernel" not in benchmark
     ):
         if p.precision in acc.peak_flops:
-            return p.value / acc.flops(_prec(p))
+            return p.value / acc.flops(point_precision(p))
     return None
 
 
@@ -58,13 +60,13 @@ def _class(dtype: str) -> str:
 
 
 @cache
-def _fraction_table() -> dict[tuple[str, str, str], float]:
+def fraction_table() -> dict[tuple[str, str, str], float]:
     """Best fraction per (GPU, quantity, precision class) over that GPU's usable peak points."""
     best: dict[tuple[str, str, str], float] = {}
     for p in load("peak"):
-        f = _peak_fraction(p)
+        f = peak_fraction(p)
         if f is not None:
-            key = (_gpu(p), p.quantity, _class(p.precision or ""))
+            key = (point_gpu(p), p.quantity, _class(p.precision or ""))
             best[key] = max(best.get(key, 0.0), f)
     return best
 
@@ -78,7 +80,7 @@ def _fraction(
     name: str, quantity: str, dtype: str, exclude_architecture: bool
 ) -> float:
     """The first of: own at ``dtype``, own at any precision, others' median at ``dtype``, others' median."""
-    table = _fraction_table()
+    table = fraction_table()
     dtype = _class(dtype)
     own = (
         []
@@ -140,4 +142,12 @@ def achievable_device(gpu: str | Accelerator, dtype: str = "bf16") -> Accelerato
     return roofline.achievable(gpu, compute_fraction=c, memory_fraction=m)
 
 
-__all__ = ["PRECISION_CLASS", "achievable_device", "fractions"]
+__all__ = [
+    "PRECISION_CLASS",
+    "achievable_device",
+    "fraction_table",
+    "fractions",
+    "peak_fraction",
+    "point_gpu",
+    "point_precision",
+]

@@ -138,7 +138,11 @@ def kernels_per_step(model: str | ModelConfig) -> int:
     return KERNELS_PER_LAYER * get_model(model).n_layers + 3
 
 
-def _with_comm(parts: TimeBreakdown, comm_s: float) -> TimeBreakdown:
+def with_comm(parts: TimeBreakdown, comm_s: float) -> TimeBreakdown:
+    """``parts`` with ``comm_s`` seconds of communication added after the roofline (no overlap).
+
+    The one place a step bound takes its collectives: ``comm_s`` is set and added to ``seconds``.
+    """
     if comm_s == 0:
         return parts
     return dataclasses.replace(parts, comm_s=comm_s, seconds=parts.seconds + comm_s)
@@ -242,7 +246,7 @@ def prefill_step(
     comm = tp_allreduce_time(
         model, batch * tokens, acc, n_gpus=n_gpus, dtype=dtype, link=link
     )
-    return _with_comm(parts, comm)
+    return with_comm(parts, comm)
 
 
 def prefill_time(
@@ -305,7 +309,7 @@ def decode_step(
     cost = decode_cost(model, context, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
     parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
     comm = tp_allreduce_time(model, batch, acc, n_gpus=n_gpus, dtype=dtype, link=link)
-    return _with_comm(parts, comm)
+    return with_comm(parts, comm)
 
 
 def decode_step_time(
@@ -613,6 +617,7 @@ def published_decode_steps(
 
 
 __all__ = [
+    "with_comm",
     "AUTO",
     "KERNELS_PER_LAYER",
     "RESERVE",

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from .achievable import _fraction_table, fractions
+from .achievable import fraction_table, fractions
 from .formatting import format_si, markdown_table
 from .published import KINDS, Kind, PublishedPoint, load
 from .validation import compare, summarize, with_role
@@ -221,7 +221,7 @@ def calibration_markdown() -> str:
 
 def fractions_markdown() -> str:
     """A Markdown table of each GPU's achievable fractions, as :func:`helpers.achievable.fractions` derives them."""
-    table = _fraction_table()
+    table = fraction_table()
     rows = []
     for gpu in sorted({g for g, _, _ in table}):
         for dtype in sorted(

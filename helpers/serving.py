@@ -36,11 +36,11 @@ from ._moved import forwarder
 from .hardware import Accelerator, Link
 from .inference import (
     AUTO,
-    _with_comm,
     decode_step_time,
     mean_decode_context,
     suffix_prefill_time,
     tp_allreduce_time,
+    with_comm,
 )
 from .llm import (
     ModelConfig,
@@ -114,7 +114,7 @@ def colocated_step(
         parts = breakdown(
             dec.flops, dec.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu
         )
-        return _with_comm(parts, comm)
+        return with_comm(parts, comm)
     pre = prefill_cost(model, chunk, dtype=dtype)
     shared = (
         weights_read_bytes(model, batch, dtype=dtype)
@@ -131,7 +131,7 @@ def colocated_step(
         n_gpus=n_gpus,
         mfu=mfu,
     )
-    return _with_comm(parts, comm)
+    return with_comm(parts, comm)
 
 
 def colocated_step_time(
@@ -236,7 +236,7 @@ def speculative_step(
         model, batch * (drafted + 1), acc, n_gpus=n_gpus, dtype=dtype, link=link
     )
     parts = breakdown(cost.flops, cost.bytes, acc, dtype=dtype, n_gpus=n_gpus, mfu=mfu)
-    return _with_comm(parts, comm)
+    return with_comm(parts, comm)
 
 
 @dataclass(frozen=True)

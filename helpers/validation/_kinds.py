@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 from functools import cache, partial
 
 from .. import convnets, dispatch, inference, kvcache, ops, roofline
-from ..achievable import _gpu, _peak_fraction, _prec, achievable_device, fractions
+from ..achievable import (
+    achievable_device,
+    fractions,
+    peak_fraction,
+    point_gpu,
+    point_precision,
+)
 from ..hardware import Accelerator, Link, get_accelerator
 from ..published import KINDS, Kind, PublishedPoint, load
 from . import LINK_EFFICIENCY, RDMA_LATENCY_S, UNSTATED_PRECISION, _serving
@@ -43,7 +49,7 @@ def _gemm_cost(p: PublishedPoint) -> ops.Cost:
         p.integer("m"),
         p.integer("k"),
         p.integer("n"),
-        dtype=_prec(p),
+        dtype=point_precision(p),
         out_dtype=_gemm_out(p),
     )
     return p.integer("batch") * one
@@ -62,18 +68,20 @@ def _gemm_model(p: PublishedPoint, constant: float) -> float:
         p.integer("m"),
         p.integer("n"),
         p.integer("k"),
-        achievable_device(_gpu(p), _prec(p)),
-        dtype=_prec(p),
+        achievable_device(point_gpu(p), point_precision(p)),
+        dtype=point_precision(p),
         batch=p.integer("batch"),
         out_dtype=_gemm_out(p),
-        overhead=dispatch.kernel_floor(_gpu(p)) + constant,
+        overhead=dispatch.kernel_floor(point_gpu(p)) + constant,
     )
     return _gemm_value(p, seconds)
 
 
 def _gemm_naive(p: PublishedPoint) -> float:
     cost = _gemm_cost(p)
-    seconds = roofline.roofline_time(cost.flops, cost.bytes, _gpu(p), dtype=_prec(p))
+    seconds = roofline.roofline_time(
+        cost.flops, cost.bytes, point_gpu(p), dtype=point_precision(p)
+    )
     return _gemm_value(p, seconds)
 
 
@@ -107,8 +115,8 @@ _GEMM = _Kind(
 def _peak(points: Sequence[PublishedPoint]) -> list[Prediction]:
     out = []
     for p in points:
-        acc = get_accelerator(_gpu(p))
-        f = _peak_fraction(p)
+        acc = get_accelerator(point_gpu(p))
+        f = peak_fraction(p)
         series = f"{p.gpu} · {p.quantity}"
         if f is None:
             reason = (
@@ -172,10 +180,14 @@ def _resnet_model(p: PublishedPoint, dispatch_s: float) -> float:
     """Images/s of :func:`helpers.convnets.resnet50_stream_time` with ``dispatch_s`` per kernel and the GPU's floor."""
     batch = p.integer("batch")
     kernels = _resnet_kernels(
-        _gpu(p), batch, _prec(p), _resnet_fused(p), p.integer("image_size")
+        point_gpu(p),
+        batch,
+        point_precision(p),
+        _resnet_fused(p),
+        p.integer("image_size"),
     )
     seconds = dispatch.stream_time(
-        kernels, dispatch_s, kernel_floor_s=dispatch.kernel_floor(_gpu(p))
+        kernels, dispatch_s, kernel_floor_s=dispatch.kernel_floor(point_gpu(p))
     )
     return batch / seconds
 
@@ -183,7 +195,10 @@ def _resnet_model(p: PublishedPoint, dispatch_s: float) -> float:
 def _resnet_naive(p: PublishedPoint) -> float:
     batch = p.integer("batch")
     return batch / convnets.resnet50_step_time(
-        batch, _gpu(p), dtype=_prec(p), image_size=p.integer("image_size")
+        batch,
+        point_gpu(p),
+        dtype=point_precision(p),
+        image_size=p.integer("image_size"),
     )
 
 
@@ -192,7 +207,10 @@ _PRECISION_ORDER = ("fp16", "bf16", "fp8", "int8", "tf32", "fp32")
 _RESNET = _Kind(
     series=lambda p: f"{p.gpu} · {p.setting['framework']}",
     excluded=lambda p: "",
-    calibration_key=lambda p: (p.integer("batch"), _PRECISION_ORDER.index(_prec(p))),
+    calibration_key=lambda p: (
+        p.integer("batch"),
+        _PRECISION_ORDER.index(point_precision(p)),
+    ),
     naive=_resnet_naive,
     model=_resnet_model,
     constant="CPU dispatch per kernel",
@@ -223,7 +241,7 @@ def _decode_seconds(
     generated = p.integer("output_len") if p.setting["output_len"] else 0
     link = inference.AUTO if physical else None
     floor = (
-        inference.kernels_per_step(model) * dispatch.kernel_floor(_gpu(p))
+        inference.kernels_per_step(model) * dispatch.kernel_floor(point_gpu(p))
         if physical
         else 0.0
     )
@@ -258,7 +276,7 @@ def _decode_value(
 
 def _decode_excluded(p: PublishedPoint) -> str:
     """Why ``p`` cannot test the decode model ("" if it can)."""
-    acc = get_accelerator(_gpu(p))
+    acc = get_accelerator(point_gpu(p))
     dtype = _decode_dtype(p)
     if dtype not in acc.dtypes:
         return f"no {dtype} peak for {p.gpu} in the catalogue"
@@ -273,7 +291,11 @@ def _decode_excluded(p: PublishedPoint) -> str:
         p.integer("output_len") if p.setting["output_len"] else 0
     )
     fits = inference.max_decode_batch(
-        p.setting["model"], context, _gpu(p), n_gpus=p.integer("num_gpus"), dtype=dtype
+        p.setting["model"],
+        context,
+        point_gpu(p),
+        n_gpus=p.integer("num_gpus"),
+        dtype=dtype,
     )
     if p.integer("batch") > fits:
         return f"the KV caches of the batch do not fit (at most {fits} sequences)"
@@ -296,9 +318,9 @@ _DECODE = _Kind(
     ),
     excluded=_decode_excluded,
     calibration_key=lambda p: (p.integer("batch"), p.integer("num_gpus")),
-    naive=lambda p: _decode_value(p, _gpu(p), 0.0, physical=False),
+    naive=lambda p: _decode_value(p, point_gpu(p), 0.0, physical=False),
     model=lambda p, c: _decode_value(
-        p, achievable_device(_gpu(p), _decode_dtype(p)), c, physical=True
+        p, achievable_device(point_gpu(p), _decode_dtype(p)), c, physical=True
     ),
     constant="fixed cost per step",
     same_run=lambda p, c: _run(p) == _run(c),
