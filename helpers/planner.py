@@ -1023,7 +1023,7 @@ def main(*, argv: Sequence[str] | None = None) -> int:
         )
     except (KeyError, ValueError, TypeError, FileNotFoundError) as err:
         msg = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
-        if "accelerator" in msg:
+        if "accelerator" in msg and "choose one of" not in msg:
             msg += f" (catalog: {', '.join(a.name for a in accelerators())})"
         print(f"error: {_option_for(msg)}: {msg}", file=sys.stderr)
         return 2
