@@ -41,7 +41,7 @@ def test_default_summary_lists_the_four_terms(ax):
 def test_gpu_without_published_gemms_says_so(ax):
     """The T4 has no published GEMM in the dataset: no library constant, and the summary says both."""
     text = kt.render_matmul_terms(ax, "T4", "fp16", 1024)
-    assert "No published square GEMM" in text and "fixed cost is 0" in text
+    assert "No published square GEMM" in text and "fixed cost per call is 0" in text
 
 
 def test_bad_inputs_are_named():

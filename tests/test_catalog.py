@@ -141,8 +141,8 @@ def test_every_function_that_lists_a_catalog_lists_the_new_entries(
     choices, a table) returns the new GPU and model too: nothing keeps a second list of names."""
     module = importlib.import_module(f"helpers.{module_name}")
     for name, func in inspect.getmembers(module, inspect.isfunction):
-        if func.__module__ != module.__name__:
-            continue
+        if func.__module__ != module.__name__ or name == "main":
+            continue  # a command's entry point reads sys.argv, not the catalog alone
         source = inspect.getsource(func)
         lists_accelerators = (
             re.search(r"\baccelerators\(\)", source)

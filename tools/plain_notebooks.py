@@ -403,7 +403,8 @@ class _Converter:
             ):
                 body.append(lines[i].strip())
                 i += 1
-            self.state.footnotes[m.group("label")] = "\n".join(body).strip()
+            note = _ROLE.sub(self.role, "\n".join(body).strip())  # a citation in a note
+            self.state.footnotes[m.group("label")] = _LINK.sub(self.link, note)
         return "\n".join(kept)
 
 
