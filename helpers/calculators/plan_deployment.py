@@ -67,7 +67,8 @@ def render_plan_deployment(
     ax.set_xlabel("output tokens/s per GPU within both targets")
     b = p.best
     cost = (
-        f" At ${gpu_hour_usd:g} per GPU-hour that is **${p.usd_per_million_tokens:,.2f} per million output tokens**."
+        f" At \\${gpu_hour_usd:g} per GPU-hour that is"
+        f" **\\${p.usd_per_million_tokens:,.2f} per million output tokens**."
         if p.usd_per_million_tokens is not None
         else ""
     )
