@@ -42,6 +42,7 @@ __all__ = [
     "MODEL_ALIASES",
     "NODE_GPUS",
     "OPERATING_POINT",
+    "PD_PUBLISHED",
     "engine_flags",
     "engine_goodput",
     "load_deployments",
@@ -1113,6 +1114,17 @@ def load_deployments() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+PD_PUBLISHED = ("yes", "derived")
+"""Values of the deployments file's ``pd_published`` column for which a P:D split is judged.
+
+``yes``: the source states the split as its choice (Mooncake's best ratio,
+DistServe's two prefill GPUs per decode GPU); ``derived``: the source states
+the quantities that fix it (DeepSeek's daily input and output tokens over its
+per-node prefill and decode rates); ``no``: the source measured each pool on
+its own (SGLang's blog, DeepSeek's profile), so its GPU counts are not a split.
+"""
+
+
 OPERATING_POINT = ("decode_batch_per_gpu", "decode_kv_len", "prefill_tokens_per_gpu")
 """Columns of the deployments file that carry a source's own operating point (empty where unstated)."""
 
@@ -1211,13 +1223,22 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
 
 
 def published_comparison() -> list[dict[str, Any]]:
-    """Each published quantity beside the planner's prediction: mode, P:D family, value and error."""
+    """Each published quantity beside the planner's prediction: mode, P:D family, value and error.
+
+    ``published_pd`` is NaN and ``pd_family_right`` None where the source
+    publishes no split (:data:`PD_PUBLISHED`).
+    """
     out = []
     for row in load_deployments():
         pred = pool_throughputs(row)
         published = float(row["value"])
         predicted = float(pred[row["quantity"]])
-        pub_pd = int(row["prefill_gpus"]) / int(row["decode_gpus"])
+        # a split is judged only where the source states or implies one
+        pub_pd = (
+            int(row["prefill_gpus"]) / int(row["decode_gpus"])
+            if row["pd_published"] in PD_PUBLISHED
+            else math.nan
+        )
         out.append(
             {
                 "case": row["case"],
@@ -1229,8 +1250,11 @@ def published_comparison() -> list[dict[str, Any]]:
                 "planned_mode": pred["mode"],
                 "published_pd": pub_pd,
                 "planned_pd": pred["pd_ratio"],
-                # the side of 1 : 1 only counts where both split the phases
-                "pd_family_right": pred["mode"] == row["mode"] == "disaggregated"
+                # the side of 1 : 1 only counts where both split the phases;
+                # None where the source publishes no split
+                "pd_family_right": None
+                if math.isnan(pub_pd)
+                else pred["mode"] == row["mode"] == "disaggregated"
                 and (pub_pd > 1) == (pred["pd_ratio"] > 1),
                 "source": row["source_url"],
             }

@@ -353,3 +353,41 @@ def test_published_pools_are_priced_at_the_sources_operating_point() -> None:
     ] != pytest.approx(got)
     with pytest.raises(ValueError, match="decode_batch_per_gpu"):
         planner.pool_throughputs(dict(row, decode_batch_per_gpu="0"))
+
+
+def test_deepseek_split_is_derived_from_its_daily_totals() -> None:
+    """The split is input tokens a day over the prefill rate against output tokens a day over the decode rate.
+
+    The overview's unit sizes (4 and 18 nodes) are not the split. The derived
+    GPUs must add up to the overview's average occupancy of 226.75 nodes (an
+    independent figure in the same source) within 1 %.
+    """
+    rows = {r["case"]: r for r in planner.load_deployments()}
+    pre, dec = rows["deepseek-v3-prod-prefill"], rows["deepseek-v3-prod-decode"]
+    day = 24 * 3600
+    prefill_gpus = 608e9 / day / float(pre["value"])
+    decode_gpus = 168e9 / day / float(dec["value"])
+    for r in (pre, dec):
+        assert r["pd_published"] == "derived"
+        assert int(r["prefill_gpus"]) == round(prefill_gpus)
+        assert int(r["decode_gpus"]) == round(decode_gpus)
+    assert (prefill_gpus + decode_gpus) / 8 == pytest.approx(226.75, rel=0.01)
+    assert prefill_gpus < decode_gpus  # decode-heavy, as the issue says
+
+
+def test_a_split_is_judged_only_where_the_source_publishes_one() -> None:
+    judged = {
+        r["case"]: r
+        for r in planner.published_comparison()
+        if r["pd_family_right"] is not None
+    }
+    deployments = planner.load_deployments()
+    for d in deployments:
+        assert d["pd_published"] in (*planner.PD_PUBLISHED, "no")
+        assert (d["case"] in judged) == (d["pd_published"] in planner.PD_PUBLISHED)
+    # the judged ones carry the published split; the others none
+    for r in planner.published_comparison():
+        assert math.isnan(r["published_pd"]) == (r["pd_family_right"] is None)
+    assert {"mooncake-fig15", "distserve-fig1", "deepseek-v3-prod-decode"} <= set(
+        judged
+    )
