@@ -70,6 +70,13 @@ class MixtureOfExperts:
     first_dense_layers : int
         Leading layers with a dense MLP of width ``ModelConfig.d_ff``
         instead (``first_k_dense_replace``).
+    n_groups, topk_groups : int
+        Group-limited routing (``n_group``, ``topk_group``): the routed
+        experts form ``n_groups`` equal groups and each token picks its
+        ``top_k`` experts inside the ``topk_groups`` best groups. DeepSeek-V3
+        uses 8 and 4, so that a token's hidden state reaches at most 4 of the
+        servers holding the groups (V3 report, arXiv:2412.19437, sections
+        2.1.2 and 3.2.2). ``1, 1`` (the default): no limit.
     """
 
     n_routed: int
@@ -77,6 +84,8 @@ class MixtureOfExperts:
     d_ff_expert: int
     n_shared: int = 0
     first_dense_layers: int = 0
+    n_groups: int = 1
+    topk_groups: int = 1
 
     def __post_init__(self) -> None:
         for name in ("n_routed", "top_k", "d_ff_expert"):
@@ -86,6 +95,20 @@ class MixtureOfExperts:
         if self.top_k > self.n_routed:
             raise ValueError(
                 f"top_k ({self.top_k}) must not exceed n_routed ({self.n_routed})"
+            )
+        _args.positive_int("n_groups", self.n_groups)
+        _args.positive_int("topk_groups", self.topk_groups)
+        if self.n_routed % self.n_groups:
+            raise ValueError(
+                f"n_groups ({self.n_groups}) must divide n_routed ({self.n_routed})"
+            )
+        if self.topk_groups > self.n_groups:
+            raise ValueError(
+                f"topk_groups ({self.topk_groups}) must not exceed n_groups ({self.n_groups})"
+            )
+        if self.top_k > self.topk_groups * self.n_routed // self.n_groups:
+            raise ValueError(
+                f"top_k ({self.top_k}) must fit in topk_groups ({self.topk_groups}) groups"
             )
 
 
@@ -437,6 +460,8 @@ _MODELS: Mapping[str, ModelConfig] = MappingProxyType(
                     d_ff_expert=2048,
                     n_shared=1,
                     first_dense_layers=3,
+                    n_groups=8,
+                    topk_groups=4,
                 ),
             ),
             ModelConfig(

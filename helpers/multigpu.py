@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from . import _args, inference, parallel
-from .hardware import Accelerator, Link, dtype_bytes
+from .hardware import Accelerator, Link, dtype_bytes, get_link
 from .llm import ModelConfig, get_model, kv_cache_bytes_per_token
 
 __all__ = [
@@ -45,6 +45,8 @@ __all__ = [
     "tp_prefill",
     "tp_decode",
     "ep_alltoall_times",
+    "ep_prefill_alltoall_times",
+    "remote_servers_per_token",
     "cp_comm_time",
     "cp_prefill",
     "pp_bubble_fraction",
@@ -208,6 +210,111 @@ def ep_alltoall_times(
             elements * dtype_bytes(combine_dtype), n, link, latency=latency
         ),
     )
+
+
+def remote_servers_per_token(
+    model: str | ModelConfig, n: int, *, gpus_per_server: int = 8
+) -> float:
+    """Expected number of *other* servers one token's hidden state is sent to under expert parallelism over ``n`` GPUs.
+
+    The routed experts lie in order over the ``n`` GPUs, ``gpus_per_server``
+    to a server; a token picks ``topk_groups`` of the model's ``n_groups``
+    expert groups and then ``top_k`` experts among those groups' experts,
+    both uniformly at random (the assumption: a balanced router, what
+    DeepSeek's load balancer aims at). A server is reached if it holds any
+    of the token's experts; the token's own server is one of them with
+    probability ``1 / servers``. DeepEP's normal (prefill) kernels send one
+    copy per reached server over the network and fan out inside it over
+    NVLink (DeepSeek-V3 report, arXiv:2412.19437, section 3.2.2), so this,
+    not ``top_k``, sets the network bytes.
+
+    DeepSeek-V3 over four servers (two groups each): a server is missed
+    when none of the four chosen groups is its own (``C(6,4) / C(8,4) =
+    15/70``) or when none of the token's 8 experts falls in its chosen
+    groups; the other three servers are reached 2.2 times on average,
+    against ``top_k = 8`` copies when every expert is sent to separately.
+
+    >>> round(remote_servers_per_token("deepseek-v3", 32), 3)
+    2.196
+    >>> remote_servers_per_token("deepseek-v3", 8)
+    0.0
+    """
+    from itertools import combinations
+    from math import comb
+
+    m = get_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no mixture-of-experts layers")
+    n = _args.positive_int("n", n)
+    per = _args.positive_int("gpus_per_server", gpus_per_server)
+    if n <= per:
+        return 0.0
+    if n % per:
+        raise ValueError(f"n ({n}) must be a multiple of gpus_per_server ({per})")
+    servers = n // per
+    moe = m.moe
+    experts = moe.n_routed
+    group = experts // moe.n_groups
+    touched = 0.0
+    subsets = list(combinations(range(moe.n_groups), moe.topk_groups))
+    for chosen in subsets:
+        pool = [e for g in chosen for e in range(g * group, (g + 1) * group)]
+        for s in range(servers):
+            lo, hi = s * experts / servers, (s + 1) * experts / servers
+            held = sum(lo <= e < hi for e in pool)
+            touched += 1 - comb(len(pool) - held, moe.top_k) / comb(
+                len(pool), moe.top_k
+            )
+    touched /= len(subsets)
+    return touched * (servers - 1) / servers
+
+
+def ep_prefill_alltoall_times(
+    model: str | ModelConfig,
+    tokens_per_device: int,
+    n: int,
+    link: str | Link,
+    nvlink: str | Link,
+    *,
+    gpus_per_server: int = 8,
+    dispatch_dtype: str = "fp8",
+    combine_dtype: str = "bf16",
+) -> tuple[float, float]:
+    """Seconds of one MoE layer's dispatch and combine with DeepEP's normal (prefill) kernels.
+
+    Two stages that pipeline, so the slower one sets the time: the network
+    stage sends each token once to every other server it reaches
+    (:func:`remote_servers_per_token`), ``tokens * servers * d_model * b``
+    bytes over the GPU's own NIC ``link``; the NVLink stage delivers each
+    token to its ``top_k`` experts' GPUs inside a server, ``tokens * top_k *
+    d_model * b`` bytes over ``nvlink`` (all of it once ``n`` fits one
+    server, less the GPU's own share). Bandwidth bounds, as
+    :func:`ep_alltoall_times` with ``latency=0``; the decode kernels, which
+    send one copy per expert, are :func:`ep_alltoall_times` and
+    :data:`DEEPEP_LOW_LATENCY_S`.
+
+    >>> d, c = ep_prefill_alltoall_times("deepseek-v3", 16384, 32, "cx7", "nvlink4")
+    >>> round(d * 1e3, 1), round(c * 1e3, 1)
+    (5.2, 10.3)
+    """
+    m = get_model(model)
+    if m.moe is None:
+        raise ValueError(f"model {m.name!r} has no mixture-of-experts layers")
+    tokens = _args.positive_int("tokens_per_device", tokens_per_device)
+    n = _args.positive_int("n", n)
+    try:
+        net, nv = get_link(link), get_link(nvlink)
+    except KeyError as err:
+        raise KeyError(f"link: {err.args[0]}") from None
+    remote = remote_servers_per_token(m, n, gpus_per_server=gpus_per_server)
+    inside = min(n, gpus_per_server)
+    out = []
+    for dtype in (dispatch_dtype, combine_dtype):
+        row = m.d_model * dtype_bytes(dtype)
+        network = tokens * remote * row / net.bandwidth
+        local = tokens * m.moe.top_k * row * (inside - 1) / inside / nv.bandwidth
+        out.append(max(network, local))
+    return out[0], out[1]
 
 
 def cp_comm_time(

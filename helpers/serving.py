@@ -566,6 +566,114 @@ def two_batch_overlap(
     return max(compute_s, comm_s, total / speedup)
 
 
+def overlap_streams(step_s: float, speedup: float) -> tuple[float, float, float]:
+    """What a measured overlapped step and its measured overlap speedup say about its two streams.
+
+    Two streams (compute and all-to-alls) run overlapped in ``step_s``
+    seconds, and the same step without overlap took ``speedup`` times as
+    long. Without overlap the streams add up, so their sum is
+    ``speedup * step_s``; with overlap the step is at least the longer one,
+    so each stream lies between ``(speedup - 1) * step_s`` (the shorter one
+    once overlap is complete) and ``step_s``. Returns ``(sum_s, low_s,
+    high_s)``. A model whose two streams add up to less than ``sum_s`` is
+    missing time; one whose either stream exceeds ``high_s`` prices that
+    stream too high, whatever the overlap.
+
+    >>> [round(x, 1) for x in overlap_streams(92.0, 1.255)]
+    [115.5, 23.5, 92.0]
+    """
+    step_s = _args.positive("step_s", step_s)
+    speedup = _args.positive("speedup", speedup)
+    if speedup < 1:
+        raise ValueError(
+            f"speedup must be >= 1 (overlap never slows a step), got {speedup}"
+        )
+    if speedup > 2:
+        raise ValueError(
+            f"speedup must be <= 2 (two overlapped streams at most halve a step), got {speedup}"
+        )
+    return speedup * step_s, (speedup - 1) * step_s, step_s
+
+
+@dataclass(frozen=True)
+class MoeStreams:
+    """The two streams of an expert-parallel step as :func:`measured_step_time` prices them (seconds)."""
+
+    compute_s: float
+    """Everything but the all-to-alls and the step's fixed floor."""
+    floor_s: float
+    """The fixed cost per step (:func:`step_floor_time`), outside the overlap."""
+    alltoall_s: float
+    """Dispatch and combine of every MoE layer, as the step is priced."""
+    alltoall_per_server_s: float
+    """Prefill: the same with one copy per server reached.
+
+    As :func:`helpers.multigpu.ep_prefill_alltoall_times` prices it; equal to
+    ``alltoall_s`` in decode.
+    """
+    step_s: float
+    """The step: :func:`two_batch_overlap` of the two streams, plus the floor."""
+
+
+def moe_streams(
+    model: str | ModelConfig,
+    context: float,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int = 0,
+    prefix: int = 0,
+    prompts: int = 1,
+    dtype: str = "fp8",
+    ep: int,
+    ep_link: str | Link = "cx7",
+) -> MoeStreams:
+    """Compute and all-to-all streams of one rank's expert-parallel step (``tp = 1``, ``ep > 8``).
+
+    The diagnostic beside :func:`overlap_streams`: the same step as
+    :func:`measured_step_time`, its two streams apart. The prefill
+    all-to-all is priced as :func:`measured_step_time` prices it (one copy
+    per expert, :func:`helpers.multigpu.ep_alltoall_times`) and, beside it,
+    with one copy per server (DeepEP's normal kernels).
+    """
+    from .hardware import get_link
+    from .multigpu import ep_prefill_alltoall_times
+    from .parallel import tp_link
+
+    m = get_model(model)
+    if m.moe is None:
+        raise ValueError(f"model: {m.name!r} has no experts")
+    ep = _args.positive_int("ep", ep)
+    if ep <= 8:
+        raise ValueError(f"ep must span more than one server (> 8), got {ep}")
+    kw = dict(
+        batch=batch,
+        chunk=chunk,
+        prefix=prefix,
+        prompts=prompts,
+        dtype=dtype,
+        ep=ep,
+        ep_link=ep_link,
+    )
+    step = measured_step_time(m, context, acc, **kw)  # type: ignore[arg-type]
+    compute = measured_step_time(
+        m,
+        context,
+        acc,
+        terms=set(EFFICIENCY_TERMS) - {"collectives"},
+        **kw,  # type: ignore[arg-type]
+    )
+    tokens = batch + chunk
+    link = get_link(ep_link)
+    comm = _ep_comm(m, tokens, ep, link, decode=chunk == 0)
+    per_server = comm
+    if chunk:
+        d, c = ep_prefill_alltoall_times(m, tokens, ep, link, tp_link(acc))
+        per_server = (m.n_layers - m.moe.first_dense_layers) * (d + c)
+    floor = step_floor_time(m, acc)
+    return MoeStreams(compute - floor, floor, comm, per_server, step)
+
+
 def measured_step_time(
     model: str | ModelConfig,
     context: float,
@@ -898,6 +1006,7 @@ __all__ = [
     "TBO_SOURCE",
     "TBO_SPEEDUP",
     "Goodput",
+    "MoeStreams",
     "PdRatio",
     "colocated_step",
     "colocated_step_time",
@@ -905,6 +1014,8 @@ __all__ = [
     "measured_max_batch",
     "measured_step_time",
     "moe_rank_kv_bytes",
+    "moe_streams",
+    "overlap_streams",
     "pd_ratio_gap",
     "pd_ratio_measured",
     "step_floor_time",

@@ -121,3 +121,72 @@ def test_deepep_measurements_against_the_bound():
             assert dispatch > off_node * 7_340_032 / 50e9
             assert combine > off_node * 2 * 7_340_032 / 50e9
     assert table[8][0] < 7 / 8 * 7_340_032 / 50e9
+
+
+def test_remote_servers_by_hand_for_two_groups_per_server():
+    """DeepSeek-V3 over four servers, two of its eight groups each, 4 groups chosen, 8 of their 128 experts.
+
+    A server is reached unless both its groups are left out (15 of the 70
+    choices of 4 groups), or one is chosen and none of the 8 experts falls
+    in its 32 (of 128), or both are chosen and none falls in their 64.
+    """
+    from math import comb
+
+    none_in = comb(6, 4) / comb(8, 4)
+    one_in = comb(2, 1) * comb(6, 3) / comb(8, 4)
+    both_in = comb(6, 2) / comb(8, 4)
+    reached = one_in * (1 - comb(96, 8) / comb(128, 8)) + both_in * (
+        1 - comb(64, 8) / comb(128, 8)
+    )
+    assert none_in + one_in + both_in == pytest.approx(1)
+    got = multigpu.remote_servers_per_token("deepseek-v3", 32)
+    assert got == pytest.approx(4 * reached * 3 / 4)
+
+
+def test_remote_servers_never_exceed_top_k_or_the_other_servers():
+    last = 0.0
+    for n in (16, 32, 64, 128, 256):
+        r = multigpu.remote_servers_per_token("deepseek-v3", n)
+        assert 0 < r <= min(8, n // 8 - 1)
+        assert r > last  # more servers, more of them reached
+        last = r
+    assert multigpu.remote_servers_per_token("deepseek-v3", 8) == 0.0
+    # without group limits (Qwen3's router), a token reaches more servers than V3's
+    assert multigpu.remote_servers_per_token("qwen3-235b-a22b", 64) > (
+        multigpu.remote_servers_per_token("deepseek-v3", 64)
+    )
+
+
+def test_prefill_alltoall_sends_one_copy_per_server():
+    d, c = multigpu.ep_prefill_alltoall_times(
+        "deepseek-v3", 16384, 32, "cx7", "nvlink4"
+    )
+    per = multigpu.remote_servers_per_token("deepseek-v3", 32)
+    from helpers.hardware import get_link
+
+    cx7 = get_link("cx7")
+    assert d == pytest.approx(16384 * per * 7168 / cx7.bandwidth)
+    assert c == pytest.approx(2 * d)
+    expert_d, _ = multigpu.ep_alltoall_times("deepseek-v3", 16384, 32, "cx7", latency=0)
+    assert d < expert_d / 3  # 2.2 copies against 8 x 31/32
+    with pytest.raises(ValueError, match="gpus_per_server"):
+        multigpu.remote_servers_per_token("deepseek-v3", 20)
+    with pytest.raises(KeyError, match="link"):
+        multigpu.ep_prefill_alltoall_times("deepseek-v3", 16, 32, "cx9", "nvlink4")
+    with pytest.raises(ValueError, match="mixture-of-experts"):
+        multigpu.remote_servers_per_token("llama-3-70b", 32)
+
+
+def test_group_limited_routing_is_validated():
+    from helpers._models import MixtureOfExperts
+
+    with pytest.raises(ValueError, match="n_groups"):
+        MixtureOfExperts(n_routed=256, top_k=8, d_ff_expert=2048, n_groups=7)
+    with pytest.raises(ValueError, match="topk_groups"):
+        MixtureOfExperts(
+            n_routed=256, top_k=8, d_ff_expert=2048, n_groups=8, topk_groups=9
+        )
+    with pytest.raises(ValueError, match="top_k"):
+        MixtureOfExperts(
+            n_routed=16, top_k=8, d_ff_expert=64, n_groups=8, topk_groups=2
+        )

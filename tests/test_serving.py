@@ -280,3 +280,40 @@ def test_prompts_per_rank_split_the_attention_not_the_linear_work():
         serving.measured_step_time(
             "deepseek-v3", 0, "H100", batch=0, chunk=4, ep=32, prompts=8
         )
+
+
+def test_overlap_streams_bound_the_two_streams() -> None:
+    total, low, high = serving.overlap_streams(2.0, 1.5)
+    assert (total, low, high) == pytest.approx((3.0, 1.0, 2.0))
+    # no speedup: one stream is the whole step, the other nothing
+    assert serving.overlap_streams(2.0, 1.0) == pytest.approx((2.0, 0.0, 2.0))
+    for bad in (0.9, 2.1):
+        with pytest.raises(ValueError, match="speedup"):
+            serving.overlap_streams(2.0, bad)
+    with pytest.raises(ValueError, match="step_s"):
+        serving.overlap_streams(0.0, 1.2)
+
+
+def test_moe_streams_add_up_to_the_priced_step() -> None:
+    """Decode: the step is two-batch overlap of the two streams; prefill: the per-server all-to-all is the smaller."""
+    dec = serving.moe_streams("deepseek-v3", 2000, "H100", batch=256, ep=72)
+    assert dec.step_s == pytest.approx(
+        serving.measured_step_time(
+            "deepseek-v3", 2000, "H100", batch=256, dtype="fp8", ep=72
+        )
+    )
+    assert dec.step_s == pytest.approx(
+        serving.two_batch_overlap(
+            dec.compute_s, dec.alltoall_s, tokens=256, decode=True
+        )
+        + dec.floor_s
+    )
+    assert dec.alltoall_per_server_s == dec.alltoall_s
+    pre = serving.moe_streams(
+        "deepseek-v3", 0, "H800", batch=0, chunk=16384, prompts=4, ep=32
+    )
+    assert pre.alltoall_per_server_s < pre.alltoall_s / 3
+    with pytest.raises(ValueError, match="ep"):
+        serving.moe_streams("deepseek-v3", 0, "H800", batch=8, ep=8)
+    with pytest.raises(ValueError, match="model"):
+        serving.moe_streams("llama-3-70b", 0, "H800", batch=8, ep=16)
