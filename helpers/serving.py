@@ -600,9 +600,7 @@ class MoeStreams:
     """The two streams of an expert-parallel step as :func:`measured_step_time` prices them (seconds)."""
 
     compute_s: float
-    """Everything but the all-to-alls and the step's fixed floor."""
-    floor_s: float
-    """The fixed cost per step (:func:`step_floor_time`), outside the overlap."""
+    """Everything but the all-to-alls, kernel by kernel (floors included)."""
     alltoall_s: float
     """Dispatch and combine of every MoE layer, as the step is priced."""
     alltoall_per_server_s: float
@@ -612,7 +610,7 @@ class MoeStreams:
     ``alltoall_s`` in decode.
     """
     step_s: float
-    """The step: :func:`two_batch_overlap` of the two streams, plus the floor."""
+    """The step: :func:`two_batch_overlap` of the two streams."""
 
 
 def moe_streams(
@@ -656,13 +654,8 @@ def moe_streams(
         ep_link=ep_link,
     )
     step = measured_step_time(m, context, acc, **kw)  # type: ignore[arg-type]
-    compute = measured_step_time(
-        m,
-        context,
-        acc,
-        terms=set(EFFICIENCY_TERMS) - {"collectives"},
-        **kw,  # type: ignore[arg-type]
-    )
+    ctx = int(round(_args.non_negative("context", context)))
+    compute = _moe_compute(m, ctx, acc, batch, chunk, prefix, prompts, dtype, ep)
     tokens = batch + chunk
     link = get_link(ep_link)
     comm = _ep_comm(m, tokens, ep, link, decode=chunk == 0)
@@ -670,8 +663,7 @@ def moe_streams(
     if chunk:
         d, c = ep_prefill_alltoall_times(m, tokens, ep, link, tp_link(acc))
         per_server = (m.n_layers - m.moe.first_dense_layers) * (d + c)
-    floor = step_floor_time(m, acc)
-    return MoeStreams(compute - floor, floor, comm, per_server, step)
+    return MoeStreams(compute, comm, per_server, step)
 
 
 def measured_step_time(
@@ -698,16 +690,15 @@ def measured_step_time(
 
     Mixture of experts with data-parallel attention and expert parallelism
     over ``ep`` GPUs (DeepSeek's and SGLang's layout; ``tp`` must be 1): the
-    time of one rank, which holds ``batch`` sequences and the chunk, the
-    non-expert weights whole and ``1/ep`` of the routed experts. Its bytes are
-    the non-expert weights, its share of the experts that all ranks' tokens
-    touch (:func:`helpers.llm.expected_experts_touched`), and its sequences'
-    KV caches; its FLOP those of its own tokens, the MLA core's at the
-    16-bit rate (:data:`MLA_CORE_DTYPE`). The all-to-alls
-    (``_ep_comm``) overlap compute only as much as two-batch overlap
-    was measured to hide (:func:`two_batch_overlap`); a rank's ``chunk`` may
-    hold ``prompts`` equal prompts, each after ``prefix`` cached tokens
-    (prefill at a published tokens-per-GPU batch).
+    time of one rank, which holds ``batch`` sequences and the chunk. Its
+    compute is priced kernel by kernel as the engine simulator prices it
+    (``_moe_compute``, :func:`helpers.steps.mixed_step`: measured shares,
+    per-kernel floors, the MLA core at the 16-bit rate of
+    :data:`MLA_CORE_DTYPE`), whatever ``terms`` says about shares and
+    floors. The all-to-alls (``_ep_comm``) overlap that compute only as much
+    as two-batch overlap was measured to hide (:func:`two_batch_overlap`);
+    a rank's ``chunk`` may hold ``prompts`` equal prompts, each after
+    ``prefix`` cached tokens (prefill at a published tokens-per-GPU batch).
     ``context`` may be fractional (a mean).
     """
     m = get_model(model)
@@ -751,35 +742,8 @@ def measured_step_time(
         return t + floor
     if tp != 1:
         raise ValueError("tp must be 1 with ep > 1: attention runs data-parallel")
-    flops = 0.0
-    attn = 0.0  # the MLA core's share of flops
-    kv = 0.0
-    if batch:
-        dec = decode_cost(m, ctx, batch=batch, dtype=dtype)
-        flops += dec.flops
-        attn += batch * float(attention_flops(m, ctx + 1, absorbed=True))
-        kv += dec.bytes - weights_read_bytes(m, batch, dtype=dtype)
-    if chunk:
-        each = chunk // prompts
-        sizes = [
-            each + (1 if i < chunk - each * prompts else 0) for i in range(prompts)
-        ]
-        for n in sizes:
-            pairs = n * (n + 1) / 2 + n * prefix
-            flops += prefill_cost(m, n, dtype=dtype).flops + float(
-                attention_flops(m, n * prefix)
-            )
-            attn += float(attention_flops(m, pairs))
-        kv += (prompts * prefix + chunk) * kv_cache_bytes_per_token(m, dtype=dtype)
-    if m.mla is not None:
-        # the MLA core runs at the 16-bit rate whatever the matmuls' precision
-        flops += attn * (device.flops(dtype) / device.flops(MLA_CORE_DTYPE) - 1.0)
+    compute = _moe_compute(m, ctx, acc, batch, chunk, prefix, prompts, dtype, ep)
     tokens = batch + chunk
-    weights = (
-        weights_read_bytes(m, 0, dtype=dtype)
-        + _moe_expert_bytes(m, tokens * ep, dtype) / ep
-    )
-    parts = breakdown(flops, weights + kv, device, dtype=dtype)
     comm = 0.0
     if "collectives" in chosen:
         from .hardware import get_link
@@ -787,9 +751,51 @@ def measured_step_time(
 
         link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
         comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
-    return (
-        two_batch_overlap(parts.seconds, comm, tokens=tokens, decode=chunk == 0) + floor
+    return two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
+
+
+def _moe_compute(
+    m: ModelConfig,
+    ctx: int,
+    acc: str | Accelerator,
+    batch: int,
+    chunk: int,
+    prefix: int,
+    prompts: int,
+    dtype: str,
+    ep: int,
+) -> float:
+    """Seconds of one expert-parallel rank's step without its all-to-alls, kernel by kernel.
+
+    :func:`helpers.steps.mixed_step` for a replica of ``ep`` GPUs with
+    data-parallel attention, every rank holding ``batch`` sequences and
+    ``prompts`` prompts of the ``chunk``: the engine simulator's pricing
+    (measured shares per kernel, per-kernel floors, the busiest GPU's
+    experts), so the planner and the simulator price a MoE step alike.
+    """
+    from . import steps
+
+    chunks: list[tuple[int, int]] = []
+    if chunk:
+        each = chunk // prompts
+        chunks = [
+            (each + (1 if i < chunk - each * prompts else 0), prefix)
+            for i in range(prompts)
+        ]
+    st = steps.mixed_step(
+        m,
+        acc,
+        decode_batch=batch * ep,
+        decode_context=ctx,
+        chunks=chunks * ep,
+        tp=ep,
+        ep=ep,
+        dp_attention=True,
+        weight_dtype=dtype,
+        kv_dtype=dtype,
+        link=None,
     )
+    return st.seconds
 
 
 def moe_rank_kv_bytes(
