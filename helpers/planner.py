@@ -19,6 +19,13 @@ queue of :mod:`helpers.queueing`; the KV tiers from the trace's hit curve
 :func:`helpers.kvcache.transfer_time`. Nothing is fitted to the published
 deployments it is compared with (``helpers/data/published/deployments.csv``).
 
+Decode context parallelism (DCP, :func:`helpers.offload.kv_bytes_per_token_per_device`)
+is not searched: it only removes copies of the KV cache that tensor
+parallelism makes when it exceeds a model's KV heads, and no layout searched
+here makes any (the catalog's dense models have at least 8 KV heads and
+instances at most 8 GPUs; mixtures of experts run attention data-parallel),
+and a tensor-parallel size that would copy them is left out.
+
 Goodput is counted in output tokens per second per GPU, for requests that
 meet both targets at p90. Costs use a price per GPU-hour the caller supplies
 (the catalog carries none). Run ``python -m helpers.planner --help``.
@@ -236,6 +243,8 @@ def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
     out = []
     if w.model.moe is None:
         for tp in (1, 2, 4, 8):
+            if tp > 1 and (w.model.mla is not None or tp > w.model.n_kv_heads):
+                continue  # TP would copy KV heads (or an MLA latent): not priced here
             if tp <= n_gpus and inference.weights_fit(
                 w.model, w.acc, n_gpus=tp, dtype=w.dtype
             ):

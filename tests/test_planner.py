@@ -391,3 +391,22 @@ def test_a_split_is_judged_only_where_the_source_publishes_one() -> None:
     assert {"mooncake-fig15", "distserve-fig1", "deepseek-v3-prod-decode"} <= set(
         judged
     )
+
+
+def test_layouts_that_would_copy_kv_heads_are_left_out() -> None:
+    """A dense model with 2 KV heads: TP4 and TP8 would store each head twice and four times."""
+    from dataclasses import replace as dc_replace
+
+    from helpers import llm
+
+    few = dc_replace(llm.get_model("llama-3-8b"), name="few-kv-heads", n_kv_heads=2)
+    p = planner.plan(
+        few,
+        "H100",
+        n_gpus=8,
+        input_len=1024,
+        output_len=128,
+        ttft_slo_s=1.0,
+        tbt_slo_s=0.05,
+    )
+    assert p.candidates and all(c.tp <= 2 and c.prefill_tp <= 2 for c in p.candidates)
