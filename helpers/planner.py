@@ -12,7 +12,9 @@ latency targets, and searches
 
 Every time comes from :func:`helpers.serving.measured_step_time` (the
 roofline of :mod:`helpers.inference` with the measured-efficiency terms of
-:data:`helpers.serving.EFFICIENCY_TERMS`); the TTFT percentile from the M/D/1
+:data:`helpers.serving.EFFICIENCY_TERMS`; for a mixture of experts, the
+kernel-by-kernel price of :mod:`helpers.steps` with the all-to-alls and
+two-batch overlap); the TTFT percentile from the M/D/1
 queue of :mod:`helpers.queueing`; the KV tiers from the trace's hit curve
 (:func:`helpers.tiers.trace_fractions`) and the fetch-or-recompute verdict of
 :func:`helpers.tiers.tier_verdicts`; the prefill-to-decode shipment from
