@@ -120,7 +120,7 @@ beside the catalog rather than in ``peak_flops``; Hopper, Ampere and CDNA 3 have
 """
 
 DATASHEET_MEMORY: Mapping[str, float] = MappingProxyType(
-    {"T4": 16 * GIB, "L4": 24 * GIB, "A10G": 24 * GIB}
+    {"T4": 16 * GIB, "L4": 24 * GIB, "A10": 24 * GIB, "A10G": 24 * GIB}
 )
 """Datasheet memory in bytes ("GB" read as GiB) of the parts whose ``memory_capacity`` differs from it.
 
@@ -341,6 +341,38 @@ _ACCELERATORS: tuple[Accelerator, ...] = (
             "bf16": 30.3 * TERA,
         },
         whitepaper=_ADA_PDF,
+        host_link="PCIe 4.0 x16",
+    ),
+    Accelerator(
+        name="A10",
+        generation="Ampere",
+        peak_flops={
+            "fp32": 31.2 * TERA,
+            "tf32": 62.5 * TERA,
+            "fp16": 125 * TERA,
+            "bf16": 125 * TERA,
+            "int8": 250 * TERA,
+        },
+        memory_bandwidth=600 * GIGA,
+        memory_capacity=23_028 * MIB,
+        source="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf",
+        notes=(
+            "NVIDIA A10 datasheet: FP32 31.2, TF32 62.5, BF16 and FP16 125, INT8 250 TFLOP/s dense "
+            "(the sparse figures are twice these), 24 GB GDDR6 at 600 GB/s, PCIe Gen4 x16. Memory: what "
+            "the driver reports with ECC on (the default), 23,028 MiB (nvidia-smi), not the datasheet's "
+            "24 GB (DATASHEET_MEMORY). GA102 with 72 SMs; L2 6 MB and non-tensor FP16/BF16 at the FP32 "
+            "rate, as on every GA102 (GA102 whitepaper). The GPU of Marlin's W4A16 measurements."
+        ),
+        aliases=("nvidia a10",),
+        torch_names=(r"\ba10\b(?!g)",),
+        sm_count=72,
+        l2_bytes=6 * MIB,
+        vector_peak_flops={
+            "fp32": 31.2 * TERA,
+            "fp16": 31.2 * TERA,
+            "bf16": 31.2 * TERA,
+        },
+        whitepaper=_GA102_WP,
         host_link="PCIe 4.0 x16",
     ),
     Accelerator(

@@ -102,6 +102,7 @@ REQUIRED_ACCELERATORS = [
     "H800",
     "H200",
     "L4",
+    "A10",
     "A10G",
     "RTX 4090",
     "B200",
@@ -427,9 +428,9 @@ def test_memory_capacities_are_gib():
 
     Datasheets: V100 32, A100 40 / 80, A800 80, H100 80, H800 80, H200 141, H20 96, RTX 4090 24 GB.
     An 80 GB H100 reports 81,559 MiB = 79.65 GiB to the driver, within 0.5 % of 80 GiB
-    (and 6.9 % above 80e9 bytes), which is why GiB is the closer reading. The T4, L4 and
-    A10G (GDDR6, ECC on by default) store what nvidia-smi reports: 15,360, 23,034 and
-    23,028 MiB, 6 % below their datasheets' 16 and 24 GB read as GiB.
+    (and 6.9 % above 80e9 bytes), which is why GiB is the closer reading. The T4, L4, A10
+    and A10G (GDDR6, ECC on by default) store what nvidia-smi reports: 15,360, 23,034,
+    23,028 and 23,028 MiB, 6 % below their datasheets' 16 and 24 GB read as GiB.
     """
     assert GIB == 1024**3
     expected = {
@@ -443,6 +444,7 @@ def test_memory_capacities_are_gib():
         "H200 SXM": 141,
         "H20": 96,
         "L4": 23_034 / 1024,
+        "A10": 23_028 / 1024,
         "A10G": 23_028 / 1024,
         "RTX 4090": 24,
         "B200 SXM": 180,
@@ -458,12 +460,12 @@ def test_memory_capacities_are_gib():
 
 
 def test_datasheet_memory_differs_only_for_ecc_gddr_parts():
-    """``datasheet_memory`` is the datasheet's figure: above ``memory_capacity`` for T4, L4, A10G only.
+    """``datasheet_memory`` is the datasheet's figure: above ``memory_capacity`` for T4, L4, A10, A10G only.
 
-    The three ECC GDDR parts lose 6.25 % (T4: 15,360 of 16,384 MiB) or about 6.3 % (L4, A10G:
+    The four ECC GDDR parts lose 6.25 % (T4: 15,360 of 16,384 MiB) or about 6.3 % (L4, A10G:
     about 22.5 of 24 GiB) to ECC; every HBM entry's datasheet figure is its capacity.
     """
-    ecc = {"T4": 16, "L4": 24, "A10G": 24}
+    ecc = {"T4": 16, "L4": 24, "A10": 24, "A10G": 24}
     for acc in hardware.accelerators():
         sheet = hardware.datasheet_memory(acc)
         if acc.name in ecc:
@@ -512,6 +514,7 @@ TORCH_NAMES = [
     ("NVIDIA H20", "H20"),
     ("NVIDIA L4", "L4"),
     ("NVIDIA A10G", "A10G"),
+    ("NVIDIA A10", "A10"),
     ("NVIDIA GeForce RTX 4090", "RTX 4090"),
     ("NVIDIA B200", "B200 SXM"),
     ("NVIDIA B300 SXM6 AC", "B300 SXM"),
@@ -532,7 +535,6 @@ NOT_IN_CATALOG = [
     "NVIDIA H800 PCIe",  # the H100 PCIe's ceilings, not the H800 SXM's
     "NVIDIA RTX A6000",
     "NVIDIA L40S",
-    "NVIDIA A10",
     "Tesla P100-PCIE-16GB",
     "NVIDIA GeForce RTX 4080",
     "NVIDIA GB300",  # Blackwell Ultra with Grace: not in the catalog (its peaks differ from the B300's)
