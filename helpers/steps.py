@@ -171,6 +171,61 @@ def _dequantises(acc: Accelerator, weight_dtype: str, act_dtype: str) -> bool:
     ) in ("bf16", "fp16")
 
 
+def dequant_roof(acc: str | Accelerator) -> float:
+    """FLOP/s of the plain (non-tensor) units that restore low-bit weights: the dequantisation roof.
+
+    The 16-bit vector peak (:meth:`helpers.hardware.Accelerator.vector_flops`,
+    bf16), else the fp32 one, else an eighth of the 16-bit tensor peak for a
+    part whose catalog entry lists no vector figure.
+    """
+    device = accelerator(acc)
+    try:
+        return device.vector_flops("bf16")
+    except KeyError:
+        pass
+    if device.vector_peak_flops:
+        return device.vector_flops("fp32")
+    return device.flops("bf16" if "bf16" in device.peak_flops else "fp16") / 8
+
+
+def dequant_critical_batch(
+    acc: str | Accelerator, *, weight_dtype: str = "int4"
+) -> tuple[float, float]:
+    """Critical batch (rows) of a wide low-bit layer in 16-bit arithmetic: ``(bytes only, with dequantisation)``.
+
+    Per weight element a batch of ``b`` rows costs ``w_w / W`` seconds of
+    loads, ``2 b / P`` of tensor-core arithmetic and ``c / V`` of
+    dequantisation on the plain units (:data:`DEQUANT_OPS_PER_ELEMENT` on
+    :func:`dequant_roof`, once per 128-row tile), the last two in series.
+    Setting compute equal to loads:
+
+    ``b* = (P / W) (w_w / 2) - P c / (2 V)``
+
+    The first term is the bytes-only rule of :func:`helpers.ops.critical_batch_size`;
+    the second is the rows the dequantisation takes away, so a low-bit
+    layer turns compute-bound sooner than its bytes say. ``P`` is the 16-bit
+    tensor peak, ``W`` the memory bandwidth, ``w_w`` the stored bytes per
+    weight with scales (:func:`weight_bytes_per_element`). Valid while
+    ``b*`` stays within one 128-row tile; 0 if the dequantisation alone
+    outlasts the loads.
+
+    >>> [round(x) for x in dequant_critical_batch("H100")]
+    [76, 61]
+    """
+    device = accelerator(acc)
+    w = _args.name("weight_dtype", weight_dtype)
+    if w not in ("int4", "fp4", "int8", "fp8"):
+        raise ValueError(
+            f"weight_dtype must be a low-bit format (int4, fp4, int8, fp8), got {weight_dtype!r}"
+        )
+    peak = device.flops("bf16" if "bf16" in device.peak_flops else "fp16")
+    bytes_only = peak / device.memory_bandwidth * weight_bytes_per_element(w) / 2
+    with_dequant = bytes_only - peak * DEQUANT_OPS_PER_ELEMENT / (
+        2 * dequant_roof(device)
+    )
+    return bytes_only, max(0.0, with_dequant)
+
+
 @dataclass(frozen=True)
 class StepTime:
     """One step's predicted time, where it went, and the whole-step bound beside it.
@@ -319,12 +374,7 @@ class Pricer:
             self.cdtype, 2.0
         )
         self.dequant = _dequantises(acc, cfg.weight_dtype, cfg.act_dtype)
-        try:
-            self.vector_peak = acc.vector_flops("bf16")
-        except KeyError:
-            self.vector_peak = (
-                acc.vector_flops("fp32") if acc.vector_peak_flops else self.peak / 8
-            )
+        self.vector_peak = dequant_roof(acc)
         self.attn = efficiency.attention_fractions(acc)
         self.peak16 = (
             acc.flops("bf16") if "bf16" in acc.peak_flops else acc.flops("fp16")
@@ -1005,6 +1055,8 @@ def token_table(p: Pricer, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "DEQUANT_OPS_PER_ELEMENT",
+    "dequant_critical_batch",
+    "dequant_roof",
     "Pricer",
     "KERNEL_CLASSES",
     "StepTime",

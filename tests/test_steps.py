@@ -329,3 +329,26 @@ def test_dp_attention_with_tensor_parallel_experts_gathers_the_tokens():
     by_hand = moe_layers * p.allreduce(tokens * m.d_model * 2.0, 8)
     assert by_hand > 0
     assert p.linear_part(tokens)[2] == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_dequant_critical_batch_by_hand_on_the_h100():
+    """H100: P = 989.4 TFLOP/s (bf16), W = 3.35 TB/s, int4 with g128 scales 0.515625 B, V = 133.8 TFLOP/s.
+
+    Bytes only: 989.4 / 3.35 x 0.515625 / 2 = 76.1 rows; the dequantisation
+    takes 989.4 x 4 / (2 x 133.8) = 14.8 rows of it, leaving 61.4.
+    """
+    only, with_dq = steps.dequant_critical_batch("H100")
+    assert only == pytest.approx(989.4e12 / 3.35e12 * 0.515625 / 2, rel=1e-3)
+    assert only - with_dq == pytest.approx(989.4e12 * 4 / (2 * 133.8e12), rel=1e-3)
+
+
+def test_dequant_lowers_the_critical_batch_and_fewer_bits_lower_it_more():
+    for acc in ("T4", "A10", "A100", "H100", "L4"):
+        i4 = steps.dequant_critical_batch(acc)
+        i8 = steps.dequant_critical_batch(acc, weight_dtype="int8")
+        assert 0 < i4[1] < i4[0] and 0 < i8[1] < i8[0]
+        assert i4[1] < i8[1]
+    with pytest.raises(ValueError, match="weight_dtype"):
+        steps.dequant_critical_batch("H100", weight_dtype="bf16")
+    with pytest.raises(KeyError, match="acc"):
+        steps.dequant_critical_batch("H999")
