@@ -410,3 +410,19 @@ def test_layouts_that_would_copy_kv_heads_are_left_out() -> None:
         tbt_slo_s=0.05,
     )
     assert p.candidates and all(c.tp <= 2 and c.prefill_tp <= 2 for c in p.candidates)
+
+
+def test_deepseek_lengths_meet_both_published_figures() -> None:
+    """The overview's 608 B input to 168 B output tokens a day, and its mean KV length of 4,989 per output token.
+
+    Under the planner's mean-length model a request's mean decode context is
+    its input plus half its output, so the two figures fix both lengths.
+    """
+    row = next(
+        r for r in planner.load_deployments() if r["case"] == "deepseek-v3-prod-decode"
+    )
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    assert isl / osl == pytest.approx(608 / 168, rel=2e-3)
+    assert inference.mean_decode_context(isl, osl) == pytest.approx(
+        int(row["decode_kv_len"]), abs=1
+    )
