@@ -52,6 +52,8 @@ __all__ = [
     "NODE_GPUS",
     "OPERATING_POINT",
     "PD_PUBLISHED",
+    "PoolStreams",
+    "pool_streams",
     "engine_flags",
     "engine_goodput",
     "load_deployments",
@@ -1161,7 +1163,9 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     per second at the source's stated batch and KV length, or else at the
     largest batch meeting the TBT target;
     ``requests_per_s_per_gpu``: what the published P:D split serves within both
-    targets; ``pd_ratio``: the planner's best split on the same GPUs.
+    targets; ``pd_ratio``: the planner's best split on the same GPUs (``plan``,
+    its best :class:`Candidate`); ``pd_ratio_at_operating_point``: the split
+    the two pool rates imply.
     """
     m = resolve_model(row["model"])
     acc = get_accelerator(row["gpu"])
@@ -1229,8 +1233,81 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
         "pd_ratio": best.prefill_gpus / best.decode_gpus
         if best.mode == "disaggregated"
         else math.nan,
+        # the split the two pool rates above imply: GPU-seconds of prefill per
+        # request over GPU-seconds of decode per request
+        "pd_ratio_at_operating_point": (isl / prefill_tps) / (osl / decode_tps),
         "mode": best.mode,
+        "plan": best,
     }
+
+
+@dataclass(frozen=True)
+class PoolStreams:
+    """A published expert-parallel pool's step beside the model's two streams (seconds).
+
+    The measured step is the tokens one GPU holds per step over the published
+    rate; the overlap bounds are :func:`helpers.serving.overlap_streams` at
+    SGLang's measured two-batch-overlap speedup (:data:`helpers.serving.TBO_SPEEDUP`).
+    """
+
+    case: str
+    decode: bool
+    tokens: int
+    """Tokens one GPU holds per step (the source's operating point)."""
+    step_s: float
+    no_overlap_s: float
+    low_s: float
+    high_s: float
+    model: serving.MoeStreams
+    per_server_step_s: float
+    """The model's step with the per-server all-to-all instead of the per-expert one."""
+
+
+def pool_streams(case: str) -> PoolStreams:
+    """The two-streams diagnostic of one published MoE pool row of the deployments file."""
+    rows = {r["case"]: r for r in load_deployments()}
+    if case not in rows:
+        raise KeyError(f"case: unknown {case!r}; choose one of {sorted(rows)}")
+    row = rows[case]
+    decode = row["quantity"].startswith("decode")
+    _, ep = _layout(row["decode_layout"] if decode else row["prefill_layout"])
+    stated = _operating_point(row)
+    if ep <= NODE_GPUS or not stated:
+        raise ValueError(
+            f"case: {case!r} is not an expert-parallel pool with a stated operating point"
+        )
+    if decode:
+        tokens = stated["decode_batch_per_gpu"]
+        model = serving.moe_streams(
+            row["model"],
+            stated["decode_kv_len"],
+            row["gpu"],
+            batch=tokens,
+            dtype=row["dtype"],
+            ep=ep,
+        )
+    else:
+        isl = int(row["input_len"])
+        prompts = max(1, stated["prefill_tokens_per_gpu"] // isl)
+        tokens = prompts * isl
+        model = serving.moe_streams(
+            row["model"],
+            0,
+            row["gpu"],
+            batch=0,
+            chunk=tokens,
+            prompts=prompts,
+            dtype=row["dtype"],
+            ep=ep,
+        )
+    step = tokens / float(row["value"])
+    total, low, high = serving.overlap_streams(
+        step, serving.TBO_SPEEDUP["decode" if decode else "prefill"]
+    )
+    per_server = serving.two_batch_overlap(
+        model.compute_s, model.alltoall_per_server_s, tokens=tokens, decode=decode
+    )
+    return PoolStreams(case, decode, tokens, step, total, low, high, model, per_server)
 
 
 def published_comparison() -> list[dict[str, Any]]:

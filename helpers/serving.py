@@ -487,10 +487,26 @@ def _moe_expert_bytes(m: ModelConfig, tokens: float, dtype: str) -> float:
 
 
 def _ep_comm(
-    m: ModelConfig, tokens_per_rank: float, ep: int, link: Link, *, decode: bool
+    m: ModelConfig,
+    tokens_per_rank: float,
+    ep: int,
+    link: Link,
+    *,
+    decode: bool,
+    nvlink: Link | None = None,
 ) -> float:
-    """Dispatch plus combine seconds of all MoE layers of one step, per rank."""
-    from .multigpu import DEEPEP_LOW_LATENCY_S, ep_alltoall_times
+    """Dispatch plus combine seconds of all MoE layers of one step, per rank.
+
+    Decode: DeepEP's low-latency kernels (one copy per expert), measured.
+    Prefill: one copy per expert over ``link`` (:func:`helpers.multigpu.ep_alltoall_times`),
+    or, given ``nvlink``, one copy per server reached over ``link`` and the
+    fan-out over ``nvlink`` (:func:`helpers.multigpu.ep_prefill_alltoall_times`).
+    """
+    from .multigpu import (
+        DEEPEP_LOW_LATENCY_S,
+        ep_alltoall_times,
+        ep_prefill_alltoall_times,
+    )
 
     if m.moe is None or ep <= 1 or tokens_per_rank <= 0:
         return 0.0
@@ -501,7 +517,11 @@ def _ep_comm(
         sizes = sorted(k for k in DEEPEP_LOW_LATENCY_S if k <= max(ep, 8))
         dispatch, combine = DEEPEP_LOW_LATENCY_S[sizes[-1]]
         return moe_layers * (dispatch + combine) * max(tokens_per_rank, 1) / 128
-    d, c = ep_alltoall_times(m, max(int(tokens_per_rank), 1), ep, link, latency=0)
+    tokens = max(int(tokens_per_rank), 1)
+    if nvlink is None:
+        d, c = ep_alltoall_times(m, tokens, ep, link, latency=0)
+    else:
+        d, c = ep_prefill_alltoall_times(m, tokens, ep, link, nvlink)
     return moe_layers * (d + c)
 
 
@@ -635,7 +655,6 @@ def moe_streams(
     with one copy per server (DeepEP's normal kernels).
     """
     from .hardware import get_link
-    from .multigpu import ep_prefill_alltoall_times
     from .parallel import tp_link
 
     m = get_model(model)
@@ -644,25 +663,24 @@ def moe_streams(
     ep = _args.positive_int("ep", ep)
     if ep <= 8:
         raise ValueError(f"ep must span more than one server (> 8), got {ep}")
-    kw = dict(
-        batch=batch,
-        chunk=chunk,
-        prefix=prefix,
-        prompts=prompts,
-        dtype=dtype,
-        ep=ep,
-        ep_link=ep_link,
-    )
-    step = measured_step_time(m, context, acc, **kw)  # type: ignore[arg-type]
+    batch = _args.non_negative_int("batch", batch)
+    chunk = _args.non_negative_int("chunk", chunk)
+    prompts = _args.positive_int("prompts", prompts)
+    if chunk and chunk < prompts:
+        raise ValueError(
+            f"prompts: {prompts} prompts need at least as many chunk tokens, got {chunk}"
+        )
     ctx = int(round(_args.non_negative("context", context)))
     compute = _moe_compute(m, ctx, acc, batch, chunk, prefix, prompts, dtype, ep)
     tokens = batch + chunk
     link = get_link(ep_link)
     comm = _ep_comm(m, tokens, ep, link, decode=chunk == 0)
-    per_server = comm
-    if chunk:
-        d, c = ep_prefill_alltoall_times(m, tokens, ep, link, tp_link(acc))
-        per_server = (m.n_layers - m.moe.first_dense_layers) * (d + c)
+    per_server = (
+        _ep_comm(m, tokens, ep, link, decode=False, nvlink=tp_link(acc))
+        if chunk
+        else comm
+    )
+    step = two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
     return MoeStreams(compute, comm, per_server, step)
 
 

@@ -218,8 +218,10 @@ def dequant_critical_batch(
         raise ValueError(
             f"weight_dtype must be a low-bit format (int4, fp4, int8, fp8), got {weight_dtype!r}"
         )
-    peak = device.flops("bf16" if "bf16" in device.peak_flops else "fp16")
-    bytes_only = peak / device.memory_bandwidth * weight_bytes_per_element(w) / 2
+    dtype16 = "bf16" if "bf16" in device.peak_flops else "fp16"
+    peak = device.flops(dtype16)
+    # ops.critical_batch_size's wide-layer rule, with the scales in w_w
+    bytes_only = device.ridge(dtype16) * weight_bytes_per_element(w) / 2
     with_dequant = bytes_only - peak * DEQUANT_OPS_PER_ELEMENT / (
         2 * dequant_roof(device)
     )

@@ -426,3 +426,36 @@ def test_deepseek_lengths_meet_both_published_figures() -> None:
     assert inference.mean_decode_context(isl, osl) == pytest.approx(
         int(row["decode_kv_len"]), abs=1
     )
+
+
+def test_pool_streams_set_the_measured_step_beside_the_models_streams() -> None:
+    """SGLang's decode: 256 sequences per GPU at 2,787.5 tokens/s per GPU is a 91.8 ms step."""
+    p = planner.pool_streams("sglang-96h100-decode")
+    assert p.decode and p.tokens == 256
+    assert p.step_s == pytest.approx(256 / 2787.5)
+    assert p.no_overlap_s == pytest.approx(p.step_s * serving.TBO_SPEEDUP["decode"])
+    assert (
+        p.model.alltoall_per_server_s == p.model.alltoall_s
+    )  # decode: one copy per expert
+    pre = planner.pool_streams("deepseek-v3-profile-prefill")
+    assert pre.tokens == 16384 and not pre.decode
+    assert pre.per_server_step_s < pre.model.step_s  # fewer bytes, shorter step
+    with pytest.raises(KeyError, match="case"):
+        planner.pool_streams("no-such-case")
+    with pytest.raises(ValueError, match="case"):
+        planner.pool_streams("distserve-fig1")
+
+
+def test_split_at_the_operating_point_is_prefill_over_decode_gpu_seconds() -> None:
+    row = next(
+        r for r in planner.load_deployments() if r["case"] == "deepseek-v3-prod-decode"
+    )
+    got = planner.pool_throughputs(row)
+    isl, osl = int(row["input_len"]), int(row["output_len"])
+    expected = (isl / got["prefill_input_tokens_per_s_per_gpu"]) / (
+        osl / got["decode_output_tokens_per_s_per_gpu"]
+    )
+    assert got["pd_ratio_at_operating_point"] == pytest.approx(expected)
+    assert got["plan"].prefill_gpus / got["plan"].decode_gpus == pytest.approx(
+        got["pd_ratio"]
+    )
