@@ -270,7 +270,13 @@ def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
 
 
 def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
-    return {"dtype": w.dtype, "tp": tp, "ep": ep, "ep_link": w.network}
+    return {
+        "dtype": w.dtype,
+        "tp": tp,
+        "ep": ep,
+        "ep_link": w.network,
+        "terms": serving.STEP_TERMS,
+    }
 
 
 def _prefill_service(w: _Work, tp: int, ep: int) -> tuple[float, int]:
@@ -435,8 +441,9 @@ def _aggregated(
             **_opts(w, tp, ep),
         )
         lam_lo, lam_hi = 0.0, b / t_full / w.osl  # the most the cap batch emits
-        # the highest load whose p90 TTFT meets the target, to 1 part in 65,536
-        for _ in range(16):
+        # the highest load whose p90 TTFT meets the target, to 1 part in 2**24
+        # of the search interval
+        for _ in range(24):
             lam_mid = (lam_lo + lam_hi) / 2
             st = state(lam_mid)
             if st is not None and st[3] <= w.ttft:

@@ -403,12 +403,31 @@ TAIL_Z = 1.2816
 """Standard normal quantile of 0.9: the p90 of a sum of many independent contexts (central limit)."""
 
 
+KERNEL_SUM = "kernel_sum"
+"""The term that prices a dense step as the sum of its kernels (:func:`helpers.steps.mixed_step`).
+
+Not one of :data:`EFFICIENCY_TERMS` (chapter ``latency_targets``'s gap table
+adds those to one whole-step roofline); :data:`STEP_TERMS` adds it. With it
+on, a dense step is the engine simulator's price (:mod:`helpers.engine`):
+every kernel at its own measured roof and floor, back to back on one stream,
+so a prompt chunk's compute-bound GEMMs no longer hide the decodes'
+memory-bound attention as ``max(FLOP / peak, bytes / bandwidth)`` lets them.
+It replaces ``"achievable_compute"``, ``"achievable_bandwidth"`` and
+``"step_floor"`` for such a step (the kernels carry their own shares and
+floors); ``"collectives"`` still switches the all-reduces. A mixture of
+experts is priced kernel by kernel with or without it.
+"""
+
+STEP_TERMS: tuple[str, ...] = (*EFFICIENCY_TERMS, KERNEL_SUM)
+"""Every term :func:`measured_step_time` knows: :data:`EFFICIENCY_TERMS` and :data:`KERNEL_SUM` (the planner's set)."""
+
+
 def _terms(terms: Collection[str]) -> frozenset[str]:
     chosen = frozenset(terms)
-    unknown = chosen - set(EFFICIENCY_TERMS)
+    unknown = chosen - set(STEP_TERMS)
     if unknown:
         raise ValueError(
-            f"terms: unknown {sorted(unknown)}; choose from {list(EFFICIENCY_TERMS)}"
+            f"terms: unknown {sorted(unknown)}; choose from {list(STEP_TERMS)}"
         )
     return chosen
 
@@ -704,7 +723,9 @@ def measured_step_time(
     Dense models (``ep = 1``): :func:`colocated_step` on ``tp`` GPUs of
     :func:`efficiency_device`, with the tensor-parallel all-reduces when
     ``"collectives"`` is on, plus :func:`step_floor_time` when
-    ``"step_floor"`` is on.
+    ``"step_floor"`` is on; with :data:`KERNEL_SUM` in ``terms``, the sum
+    of the step's kernels instead (:func:`helpers.steps.mixed_step`, one
+    chunk of ``chunk`` tokens after ``prefix`` cached ones).
 
     Mixture of experts with data-parallel attention and expert parallelism
     over ``ep`` GPUs (DeepSeek's and SGLang's layout; ``tp`` must be 1): the
@@ -741,6 +762,20 @@ def measured_step_time(
     ctx = int(round(_args.non_negative("context", context)))
     if m.moe is None or ep == 1:
         link: str | None = AUTO if "collectives" in chosen else None
+        if KERNEL_SUM in chosen:
+            from . import steps
+
+            return steps.mixed_step(
+                m,
+                acc,
+                decode_batch=batch,
+                decode_context=ctx,
+                chunks=[(chunk, prefix)] if chunk else [],
+                tp=tp,
+                weight_dtype=dtype,
+                kv_dtype=dtype,
+                link=link,
+            ).seconds
         if batch == 0:
             t = suffix_prefill_time(
                 m, prefix, prefix + chunk, device, dtype=dtype, n_gpus=tp, link=link
@@ -1024,7 +1059,9 @@ def pd_ratio_gap(
 
 __all__ = [
     "EFFICIENCY_TERMS",
+    "KERNEL_SUM",
     "MLA_CORE_DTYPE",
+    "STEP_TERMS",
     "TAIL_Z",
     "TBO_MIN_DECODE_TOKENS",
     "TBO_SOURCE",
