@@ -851,6 +851,43 @@ def _moe_compute(
     return st.seconds
 
 
+def chunking_cost(
+    model: str | ModelConfig,
+    input_tokens: int,
+    acc: str | Accelerator,
+    *,
+    chunk: int,
+    dtype: str = "bf16",
+    tp: int = 1,
+    terms: Collection[str] = STEP_TERMS,
+) -> float:
+    """Prefill time of a prompt run in ``chunk``-token pieces over its time run whole (a ratio, >= ~1).
+
+    Each piece is one :func:`measured_step_time` step with no decodes, after
+    the pieces before it as its cached prefix; the whole prompt is one step.
+    The ratio is what chunked prefill costs in prefill time alone: every
+    piece reads the weights again and attends to the prefix before it, and
+    a smaller GEMM fills the GPU less. Under one whole-step roofline
+    (``terms=EFFICIENCY_TERMS``) little of that shows; the kernel sum
+    (:data:`KERNEL_SUM`) charges each piece's kernels their own roofs and floors.
+
+    >>> chunking_cost("llama-3-8b", 4096, "H100", chunk=4096)
+    1.0
+    """
+    input_tokens = _args.positive_int("input_tokens", input_tokens)
+    chunk = _args.positive_int("chunk", chunk)
+    opts: dict[str, Any] = {"dtype": dtype, "tp": tp, "terms": terms}
+    whole = measured_step_time(model, 0, acc, batch=0, chunk=input_tokens, **opts)
+    pieces, done = 0.0, 0
+    while done < input_tokens:
+        size = min(chunk, input_tokens - done)
+        pieces += measured_step_time(
+            model, 0, acc, batch=0, chunk=size, prefix=done, **opts
+        )
+        done += size
+    return pieces / whole
+
+
 def moe_rank_kv_bytes(
     model: str | ModelConfig,
     acc: str | Accelerator,
@@ -1060,6 +1097,7 @@ def pd_ratio_gap(
 __all__ = [
     "EFFICIENCY_TERMS",
     "KERNEL_SUM",
+    "chunking_cost",
     "MLA_CORE_DTYPE",
     "STEP_TERMS",
     "TAIL_Z",

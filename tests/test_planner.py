@@ -125,6 +125,38 @@ def test_kernel_sum_charges_decodes_that_ride_in_a_chunk_step() -> None:
         serving.measured_step_time("llama-2-13b", 0, "A100", batch=1, terms=["kernels"])
 
 
+def test_chunking_cost_of_a_prompt() -> None:
+    """One piece is the whole prompt; 512-token pieces cost more under the kernel sum than under one roofline."""
+    kw = dict(chunk=512, tp=8)
+    whole = serving.chunking_cost("llama-3-70b", 512, "A800", **kw)
+    assert whole == pytest.approx(1.0)
+    roof = serving.chunking_cost(
+        "llama-3-70b", 15325, "A800", terms=serving.EFFICIENCY_TERMS, **kw
+    )
+    kernels = serving.chunking_cost("llama-3-70b", 15325, "A800", **kw)
+    assert 1.0 <= roof < kernels < 1.5
+    # hand check of the pieces: 29 of 512 tokens and one of 477, each after the ones before it
+    pieces = sum(
+        serving.measured_step_time(
+            "llama-3-70b",
+            0,
+            "A800",
+            batch=0,
+            chunk=min(512, 15325 - p),
+            prefix=p,
+            tp=8,
+            terms=serving.STEP_TERMS,
+        )
+        for p in range(0, 15325, 512)
+    )
+    whole_s = serving.measured_step_time(
+        "llama-3-70b", 0, "A800", batch=0, chunk=15325, tp=8, terms=serving.STEP_TERMS
+    )
+    assert kernels == pytest.approx(pieces / whole_s)
+    with pytest.raises(ValueError, match="chunk"):
+        serving.chunking_cost("llama-3-70b", 100, "A800", chunk=0)
+
+
 def test_cache_tier_that_pays_and_one_that_does_not() -> None:
     fast = tiers.Tier("NVLink peer HBM", 1e12, 450e9)
     slow = tiers.Tier("slow disk", 1e13, 0.2e9)
