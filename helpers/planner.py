@@ -10,12 +10,13 @@ latency targets, and searches
 * **disaggregated** layouts: a prefill pool and a decode pool, each with its
   own layout, and the P:D split of the GPUs between them.
 
-Every time comes from :func:`helpers.serving.measured_step_time` (the
-roofline of :mod:`helpers.inference` with the measured-efficiency terms of
-:data:`helpers.serving.EFFICIENCY_TERMS`; for a mixture of experts, the
-kernel-by-kernel price of :mod:`helpers.steps` with the all-to-alls and
-two-batch overlap); the TTFT percentile from the M/D/1
-queue of :mod:`helpers.queueing`; the KV tiers from the trace's hit curve
+Every time comes from :func:`helpers.serving.measured_step_time` with
+:data:`helpers.serving.STEP_TERMS`: the engine simulator's price of a step,
+the sum of its kernels (:func:`helpers.steps.mixed_step`), not one roofline
+over the whole step, so the decodes that ride in a chunk's step pay for their
+attention; for a mixture of experts, with the all-to-alls and two-batch
+overlap; the slow steps at :func:`helpers.serving.tail_context`. The TTFT
+percentile comes from the M/D/1 queue of :mod:`helpers.queueing`; the KV tiers from the trace's hit curve
 (:func:`helpers.tiers.trace_fractions`) and the fetch-or-recompute verdict of
 :func:`helpers.tiers.tier_verdicts`; the prefill-to-decode shipment from
 :func:`helpers.kvcache.transfer_time`. Nothing is fitted to the published
