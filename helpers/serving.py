@@ -1064,16 +1064,17 @@ def pd_ratio_gap(
     dtype: str = "bf16",
     n_gpus: int = 1,
 ) -> list[tuple[str, PdRatio]]:
-    """:func:`pd_ratio_measured` with the :data:`EFFICIENCY_TERMS` switched on one at a time, cumulatively.
+    """:func:`pd_ratio_measured` with the :data:`STEP_TERMS` switched on one at a time, cumulatively.
 
     The first row, ``"roofline"``, has no term; each later row adds its term
-    to those above it. Read down the ratio column to see how much of a gap to a
+    to those above it, the last (:data:`KERNEL_SUM`) pricing the step as the
+    planner does. Read down the ratio column to see how much of a gap to a
     measured ratio each term closes.
     """
     rows = []
-    for i in range(len(EFFICIENCY_TERMS) + 1):
-        chosen = EFFICIENCY_TERMS[:i]
-        label = "roofline" if i == 0 else EFFICIENCY_TERMS[i - 1]
+    for i in range(len(STEP_TERMS) + 1):
+        chosen = STEP_TERMS[:i]
+        label = "roofline" if i == 0 else STEP_TERMS[i - 1]
         rows.append(
             (
                 label,
