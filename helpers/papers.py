@@ -120,7 +120,10 @@ Its TBT is "the average of the longest 10% of the token arrival intervals" of a 
 MOONCAKE_FIG15_BEST_PD_RATIO = 1.0
 """Mooncake FAST'25, §5.5 and Fig. 15: prefill nodes per decoding node at the highest effective
 request capacity ("approximately 1:1"; 16 nodes of 8 x A800, synthetic workload,
-TTFT and TBT thresholds 10 s and 100 ms)."""
+TTFT and TBT thresholds 10 s and 100 ms).
+
+Effective request capacity is the share of requests meeting both thresholds at
+the load replayed (§5.1), not a highest rate; the load is not stated."""
 
 _MOONCAKE_FIG12 = (
     "Qin et al., Mooncake, FAST'25, section 5.4.1 and Fig. 12 (40 GB transfers)"
