@@ -97,10 +97,11 @@ def test_planner_prices_a_dense_step_as_the_sum_of_its_kernels() -> None:
 
 
 def test_kernel_sum_charges_decodes_that_ride_in_a_chunk_step() -> None:
-    """One roofline hides 32 decodes' KV reads under a chunk's compute; separate kernels cannot.
+    """One roofline hides much of 32 decodes' time under a chunk's compute; separate kernels charge more of it.
 
-    The decodes' extra time in a 256-token chunk's step is over twice the
-    roofline's under the kernel sum, and still below a decode-only step.
+    The decodes' extra time in a 224-token chunk's step (a 256-token budget)
+    is over 1.2 times the roofline's under the kernel sum, and still below a
+    decode-only step.
     """
 
     def extra(terms: tuple[str, ...]) -> tuple[float, float]:
@@ -115,11 +116,11 @@ def test_kernel_sum_charges_decodes_that_ride_in_a_chunk_step() -> None:
                 terms=terms,
             )
 
-        return t(32, 256) - t(0, 256), t(32, 0)
+        return t(32, 224) - t(0, 224), t(32, 0)
 
     roof, _ = extra(serving.EFFICIENCY_TERMS)
     kernels, decode_only = extra(serving.STEP_TERMS)
-    assert kernels > 2 * roof > 0
+    assert kernels > 1.2 * roof > 0
     assert kernels < decode_only
     with pytest.raises(ValueError, match="terms"):
         serving.measured_step_time("llama-2-13b", 0, "A100", batch=1, terms=["kernels"])
