@@ -235,3 +235,71 @@ about 1.6 req/s co-located; one GPU serving only prefill meets the TTFT target u
 GPUs and one decode GPU serve 10 req/s, 3.3 per GPU (2.1x). Measured by the paper's authors."""
 
 __all__ += ["DISTSERVE_FIG1_GOODPUT"]
+
+SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER: Mapping[str, Mapping[str, float]] = (
+    MappingProxyType(
+        {
+            "tbo_256": MappingProxyType(
+                {
+                    "dispatch": 0.176,
+                    "combine": 0.194,
+                    "moe": 0.300,
+                    "attention_core": 0.332,
+                    "gemm": 0.285,
+                    "other": 0.135,
+                    "launch": 0.050,
+                    "overall": 1.494,
+                }
+            ),
+            "no_tbo_256": MappingProxyType(
+                {
+                    "dispatch": 0.397,
+                    "combine": 0.709,
+                    "moe": 0.235,
+                    "attention_core": 0.282,
+                    "gemm": 0.182,
+                    "other": 0.091,
+                    "launch": 0.029,
+                    "overall": 1.932,
+                }
+            ),
+            "no_tbo_128": MappingProxyType(
+                {
+                    "dispatch": 0.406,
+                    "combine": 0.738,
+                    "moe": 0.291,
+                    "attention_core": 0.306,
+                    "gemm": 0.297,
+                    "other": 0.144,
+                    "launch": 0.047,
+                    "overall": 2.244,
+                }
+            ),
+        }
+    )
+)
+"""SGLang's decode step of DeepSeek-V3 on 9 x 8 H100 (EP72), kernel by kernel, ms per layer.
+
+LMSYS / SGLang team, "Deploying DeepSeek with PD Disaggregation and Large-scale
+Expert Parallelism on 96 H100 GPUs" (5 May 2025,
+https://lmsys.org/blog/2025-05-05-large-scale-ep), section "Ablation Study:
+Two-batch Overlap", decode "Detail Breakdown", figure "TBO Ablation (Decode)"
+(``public/images/blog/large_scale_ep/tbo-breakdown-decode.png`` in
+lm-sys/lm-sys.github.io): "scaled mean time per layer" with two-batch overlap
+at 256 tokens per GPU (the 22.3k tokens/s per server run: 1.494 x 61 layers =
+91 ms a step), and without it at 256 and 128. "Scaled" puts every run at 256
+tokens per GPU: the 128-token run's times are those of two of its steps. Two
+checks support that reading: the blog says the overlapped run's compute
+matches the unoverlapped 128-token run's, which holds only for the doubled
+times; and the unoverlapped 256-token step, 1.932 x 61 = 118 ms, gives
+17.4k tokens/s per server, the overlapped run's 22.3k over its measured
+25.5 % speedup to within 2 %. ``moe`` is the expert GEMMs,
+``gemm`` the other matrix multiplies, ``attention_core`` the MLA kernel,
+``dispatch`` and ``combine`` DeepEP's all-to-alls (which busy-wait for the
+slowest rank, the blog notes). Read from the figure's pixels by the authors
+of this book (340 px per ms; about +-0.005 ms); each run's parts add up to its
+``overall`` bar within 1 %. The same blog's SGLang rows are validation points
+of the planner, so these numbers diagnose its miss and calibrate nothing.
+"""
+
+__all__ += ["SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER"]

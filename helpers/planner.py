@@ -47,7 +47,9 @@ from . import _args, inference, llm, queueing, serving
 from .hardware import Accelerator, Link, accelerators, get_accelerator, get_link
 
 __all__ = [
+    "BreakdownRow",
     "Candidate",
+    "DECODE_BREAKDOWN_CASE",
     "Plan",
     "MODEL_ALIASES",
     "NODE_GPUS",
@@ -55,6 +57,7 @@ __all__ = [
     "PD_PUBLISHED",
     "PoolStreams",
     "pool_streams",
+    "decode_breakdown",
     "engine_flags",
     "engine_goodput",
     "load_deployments",
@@ -1316,6 +1319,86 @@ def pool_streams(case: str) -> PoolStreams:
         model.compute_s, model.alltoall_per_server_s, tokens=tokens, decode=decode
     )
     return PoolStreams(case, decode, tokens, step, total, low, high, model, per_server)
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    """One class of kernels of a published expert-parallel decode step beside the model's price (seconds a step)."""
+
+    kernels: str
+    """The class, in words."""
+    measured_s: float
+    """The published time of the class, all layers."""
+    model_s: float
+    """The model's time of the same kernels (:func:`helpers.serving.moe_compute_parts` and the all-to-alls)."""
+
+
+DECODE_BREAKDOWN_CASE = "sglang-96h100-decode"
+"""The deployments-file row whose decode step :func:`decode_breakdown` takes apart."""
+
+
+def decode_breakdown(run: str = "no_tbo_256") -> list[BreakdownRow]:
+    """SGLang's decode step without two-batch overlap, class by class, beside the model's.
+
+    ``run``: ``"no_tbo_256"`` (256 sequences per GPU, the batch of the
+    published decode row) or ``"no_tbo_128"``, from
+    :data:`helpers.papers.SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER`. Without
+    overlap the kernels run one after another, so each class's time is its
+    own and the classes add up to the step; the overlapped run interleaves
+    the two streams and is not taken apart here. Rows: the matrix multiplies
+    (experts included), the attention core, everything else on the compute
+    stream (elementwise kernels, LM head, sampling, launch gaps), the
+    all-to-alls, and the step. The model prices the same rank at the row's
+    KV length and expert-parallel size. The figure's times are scaled to 256
+    tokens per GPU; the 128-token run's are halved back to one of its steps.
+    """
+    from .papers import SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER as runs
+
+    if run not in runs or not run.startswith("no_tbo"):
+        choices = sorted(r for r in runs if r.startswith("no_tbo"))
+        raise ValueError(f"run: unknown {run!r}; choose one of {choices}")
+    row = next(r for r in load_deployments() if r["case"] == DECODE_BREAKDOWN_CASE)
+    m = resolve_model(row["model"])
+    _, ep = _layout(row["decode_layout"])
+    batch = int(run.rsplit("_", 1)[1])
+    context = int(row["decode_kv_len"])
+    parts = serving.moe_compute_parts(
+        m, context, row["gpu"], batch=batch, dtype=row["dtype"], ep=ep
+    ).parts
+    streams = serving.moe_streams(
+        m, context, row["gpu"], batch=batch, dtype=row["dtype"], ep=ep
+    )
+    ms = runs[run]
+    # ms per layer, scaled to 256 tokens per GPU -> s per step of this batch
+    layers = m.n_layers / 1e3 * batch / 256
+    out = [
+        BreakdownRow(
+            "matrix multiplies, experts included",
+            (ms["moe"] + ms["gemm"]) * layers,
+            parts["gemm"],
+        ),
+        BreakdownRow(
+            "attention core", ms["attention_core"] * layers, parts["attention"]
+        ),
+        BreakdownRow(
+            "the rest of the compute stream",
+            (ms["other"] + ms["launch"]) * layers,
+            sum(v for k, v in parts.items() if k not in ("gemm", "attention")),
+        ),
+        BreakdownRow(
+            "all-to-alls (dispatch and combine)",
+            (ms["dispatch"] + ms["combine"]) * layers,
+            streams.alltoall_s,
+        ),
+    ]
+    out.append(
+        BreakdownRow(
+            "step",
+            ms["overall"] * layers,
+            streams.compute_s + streams.alltoall_s,
+        )
+    )
+    return out
 
 
 def published_comparison() -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ import functools
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from .llm import (
     weights_read_bytes,
 )
 from .roofline import TimeBreakdown, breakdown
+
+if TYPE_CHECKING:
+    from .steps import StepTime
 
 
 def colocated_step(
@@ -818,15 +821,51 @@ def _moe_compute(
     dtype: str,
     ep: int,
 ) -> float:
-    """Seconds of one expert-parallel rank's step without its all-to-alls, kernel by kernel.
+    """Seconds of one expert-parallel rank's step without its all-to-alls (:func:`moe_compute_parts`)."""
+    return moe_compute_parts(
+        m,
+        ctx,
+        acc,
+        batch=batch,
+        chunk=chunk,
+        prefix=prefix,
+        prompts=prompts,
+        dtype=dtype,
+        ep=ep,
+    ).seconds
+
+
+def moe_compute_parts(
+    model: str | ModelConfig,
+    context: float,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int = 0,
+    prefix: int = 0,
+    prompts: int = 1,
+    dtype: str = "fp8",
+    ep: int,
+) -> StepTime:
+    """One expert-parallel rank's step without its all-to-alls, kernel by kernel (a :class:`helpers.steps.StepTime`).
 
     :func:`helpers.steps.mixed_step` for a replica of ``ep`` GPUs with
-    data-parallel attention, every rank holding ``batch`` sequences and
-    ``prompts`` prompts of the ``chunk``: the engine simulator's pricing
-    (measured shares per kernel, per-kernel floors, the busiest GPU's
-    experts), so the planner and the simulator price a MoE step alike.
+    data-parallel attention, every rank holding ``batch`` sequences (at
+    ``context`` cached tokens each) and ``prompts`` prompts of the
+    ``chunk``: the engine simulator's pricing (measured shares per kernel,
+    per-kernel floors, the busiest GPU's experts), so the planner and the
+    simulator price a MoE step alike. Its ``parts`` say where the time goes.
     """
     from . import steps
+
+    m = get_model(model)
+    if m.moe is None:
+        raise ValueError(f"model: {m.name!r} has no experts")
+    batch = _args.non_negative_int("batch", batch)
+    chunk = _args.non_negative_int("chunk", chunk)
+    prompts = _args.positive_int("prompts", prompts)
+    ep = _args.positive_int("ep", ep)
+    ctx = int(round(_args.non_negative("context", context)))
 
     chunks: list[tuple[int, int]] = []
     if chunk:
@@ -848,7 +887,7 @@ def _moe_compute(
         kv_dtype=dtype,
         link=None,
     )
-    return st.seconds
+    return st
 
 
 def chunking_cost(
@@ -1113,6 +1152,7 @@ __all__ = [
     "efficiency_device",
     "measured_max_batch",
     "measured_step_time",
+    "moe_compute_parts",
     "moe_rank_kv_bytes",
     "moe_streams",
     "overlap_streams",

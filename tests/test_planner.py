@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import inference, planner, queueing, serving, steps, tiers
+from helpers import inference, llm, papers, planner, queueing, serving, steps, tiers
 
 
 def test_small_model_fits_one_gpu_and_plans_tp1() -> None:
@@ -564,3 +564,43 @@ def test_split_at_the_operating_point_is_prefill_over_decode_gpu_seconds() -> No
     assert got["plan"].prefill_gpus / got["plan"].decode_gpus == pytest.approx(
         got["pd_ratio"]
     )
+
+
+def test_sglang_decode_breakdown_reads_consistently() -> None:
+    """The figure's bars add up, match the published throughput, and the unoverlapped step matches the speedup."""
+    runs = papers.SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER
+    for run in runs.values():
+        parts = sum(v for k, v in run.items() if k != "overall")
+        assert parts == pytest.approx(run["overall"], rel=0.02)
+    layers = llm.get_model("deepseek-v3").n_layers
+    row = next(
+        r
+        for r in planner.load_deployments()
+        if r["case"] == planner.DECODE_BREAKDOWN_CASE
+    )
+    step = int(row["decode_batch_per_gpu"]) / float(
+        row["value"]
+    )  # s, the overlapped step
+    assert runs["tbo_256"]["overall"] * layers / 1e3 == pytest.approx(step, rel=0.02)
+    plain = planner.decode_breakdown("no_tbo_256")[-1].measured_s
+    assert plain == pytest.approx(step * serving.TBO_SPEEDUP["decode"], rel=0.03)
+    # scaled to 256 tokens per GPU: the 128-token run's step is half its bar
+    half = planner.decode_breakdown("no_tbo_128")[-1].measured_s
+    assert half == pytest.approx(runs["no_tbo_128"]["overall"] * layers / 2e3)
+
+
+def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
+    rows = planner.decode_breakdown()
+    assert [r.kernels for r in rows][-1] == "step"
+    assert sum(r.model_s for r in rows[:-1]) == pytest.approx(rows[-1].model_s)
+    streams = serving.moe_streams("deepseek-v3", 2000, "H100", batch=256, ep=72)
+    assert rows[-1].model_s == pytest.approx(streams.compute_s + streams.alltoall_s)
+    assert rows[0].model_s == pytest.approx(
+        serving.moe_compute_parts("deepseek-v3", 2000, "H100", batch=256, ep=72).parts[
+            "gemm"
+        ]
+    )
+    with pytest.raises(ValueError, match="run"):
+        planner.decode_breakdown("tbo_256")
+    with pytest.raises(ValueError, match="model"):
+        serving.moe_compute_parts("llama-3-8b", 100, "H100", batch=1, ep=8)
