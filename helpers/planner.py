@@ -1337,7 +1337,7 @@ DECODE_BREAKDOWN_CASE = "sglang-96h100-decode"
 """The deployments-file row whose decode step :func:`decode_breakdown` takes apart."""
 
 
-def decode_breakdown(run: str = "no_tbo_256") -> list[BreakdownRow]:
+def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
     """SGLang's decode step without two-batch overlap, class by class, beside the model's.
 
     ``run``: ``"no_tbo_256"`` (256 sequences per GPU, the batch of the

@@ -582,10 +582,10 @@ def test_sglang_decode_breakdown_reads_consistently() -> None:
         row["value"]
     )  # s, the overlapped step
     assert runs["tbo_256"]["overall"] * layers / 1e3 == pytest.approx(step, rel=0.02)
-    plain = planner.decode_breakdown("no_tbo_256")[-1].measured_s
+    plain = planner.decode_breakdown(run="no_tbo_256")[-1].measured_s
     assert plain == pytest.approx(step * serving.TBO_SPEEDUP["decode"], rel=0.03)
     # scaled to 256 tokens per GPU: the 128-token run's step is half its bar
-    half = planner.decode_breakdown("no_tbo_128")[-1].measured_s
+    half = planner.decode_breakdown(run="no_tbo_128")[-1].measured_s
     assert half == pytest.approx(runs["no_tbo_128"]["overall"] * layers / 2e3)
 
 
@@ -601,6 +601,6 @@ def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
         ]
     )
     with pytest.raises(ValueError, match="run"):
-        planner.decode_breakdown("tbo_256")
+        planner.decode_breakdown(run="tbo_256")
     with pytest.raises(ValueError, match="model"):
         serving.moe_compute_parts("llama-3-8b", 100, "H100", batch=1, ep=8)
