@@ -538,8 +538,17 @@ def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
         ranks = c.ep if c.ep > 1 else 1
         per_rank = rate / c.decode_instances / ranks
         prefix = max(0, uncached - c.chunk) // 2 + w.hit
+        # within the batch the search found for the TBT target: a step's
+        # throughput is not monotone in its batch (tiles), so an uncapped search
+        # can land on a larger batch whose slow step misses the target
         found = _smallest_batch(
-            w, c.tp, c.ep, per_rank * w.osl, chunk=c.chunk, prefix=prefix
+            w,
+            c.tp,
+            c.ep,
+            per_rank * w.osl,
+            chunk=c.chunk,
+            prefix=prefix,
+            cap=c.batch_cap or c.batch,
         )
         if found is None:
             return c.batch, math.inf, math.inf
@@ -679,7 +688,16 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
         timed.append(
             replace(c, batch=b, batch_cap=c.batch, ttft_p90_s=ttft, tbt_p90_s=tbt)
         )
-    out = timed
+    # a layout whose p90s miss a target at the rate it serves is no plan: a
+    # step's time is not monotone in its batch (two-batch overlap starts at a
+    # threshold; tiles), so a pool sized at one batch can run slower at the
+    # smaller batch a lower load gives it
+    slack = 1 + 1e-9
+    out = [
+        c
+        for c in timed
+        if c.ttft_p90_s <= w.ttft * slack and c.tbt_p90_s <= w.tbt * slack
+    ]
     out.sort(key=lambda c: (-c.goodput_tokens_per_s_per_gpu, c.gpus))
     return out
 
