@@ -635,3 +635,42 @@ def test_every_candidate_meets_both_targets_at_its_rate(
     for c in p.candidates:
         assert c.ttft_p90_s <= ttft * (1 + 1e-9), c.label
         assert c.tbt_p90_s <= 0.05 * (1 + 1e-9), c.label
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    model=st.sampled_from(
+        [
+            "llama-3-8b",
+            "llama-3-70b",
+            "llama-2-13b",
+            "gpt-oss-20b",
+            "gpt-oss-120b",
+            "qwen3-235b-a22b",
+            "deepseek-v3",
+        ]
+    ),
+    gpu=st.sampled_from(["A100", "H100", "H200", "L4", "A10", "B200", "MI300X"]),
+    n_gpus=st.sampled_from([1, 8, 16]),
+    workload=st.sampled_from([(1024, 256, 2.0, 0.05), (8192, 512, 5.0, 0.1)]),
+)
+def test_no_plan_misses_its_targets(
+    model: str, gpu: str, n_gpus: int, workload: tuple[int, int, float, float]
+) -> None:
+    """Property over the catalog: whatever layouts fit, every ranked one meets both p90 targets."""
+    isl, osl, ttft, tbt = workload
+    try:
+        p = planner.plan(
+            model,
+            gpu,
+            n_gpus=n_gpus,
+            input_len=isl,
+            output_len=osl,
+            ttft_slo_s=ttft,
+            tbt_slo_s=tbt,
+        )
+    except ValueError as err:  # nothing fits, or nothing meets the targets
+        assert any(word in str(err) for word in ("n_gpus", "TTFT", "fit"))
+        return
+    for c in p.candidates:
+        assert c.ttft_p90_s <= ttft * (1 + 1e-9) and c.tbt_p90_s <= tbt * (1 + 1e-9)
