@@ -58,6 +58,7 @@ __all__ = [
     "PoolStreams",
     "pool_streams",
     "decode_breakdown",
+    "deployment_plan",
     "engine_flags",
     "engine_goodput",
     "load_deployments",
@@ -215,6 +216,14 @@ class Plan:
     def best(self) -> Candidate:
         """The winning candidate (first row of ``candidates``)."""
         return self.candidates[0]
+
+    def best_of(self, mode: str) -> Candidate | None:
+        """The highest-ranked candidate of ``mode`` (``"aggregated"`` or ``"disaggregated"``); ``None`` if none."""
+        if mode not in ("aggregated", "disaggregated"):
+            raise ValueError(
+                f"mode must be 'aggregated' or 'disaggregated', got {mode!r}"
+            )
+        return next((c for c in self.candidates if c.mode == mode), None)
 
 
 def usd_per_million_tokens(
@@ -1181,6 +1190,26 @@ def _operating_point(row: dict[str, str]) -> dict[str, int]:
     return out
 
 
+def deployment_plan(row: dict[str, str]) -> Plan:
+    """The planner's own plan, from scratch, for a published deployment's GPUs, workload and targets.
+
+    ``row``: one row of :func:`load_deployments` (its model, GPU, GPU count,
+    mean lengths, cache hit rate, precision and the two targets); the
+    published layout is not used.
+    """
+    return plan(
+        resolve_model(row["model"]),
+        get_accelerator(row["gpu"]),
+        n_gpus=int(row["n_gpus"]),
+        input_len=int(row["input_len"]),
+        output_len=int(row["output_len"]),
+        ttft_slo_s=float(row["ttft_slo_s"]),
+        tbt_slo_s=float(row["tbt_slo_s"]),
+        hit_rate=float(row["hit_rate"]) or None,
+        dtype=row["dtype"],
+    )
+
+
 def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     """Predicted per-GPU pool throughputs at a published deployment's own layouts.
 
@@ -1243,17 +1272,7 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
         )
     pg, dg = int(row["prefill_gpus"]), int(row["decode_gpus"])
     n_p, n_d = pg // (ptp * pep), dg // (dtp * dep)
-    best = plan(
-        m,
-        acc,
-        n_gpus=int(row["n_gpus"]),
-        input_len=isl,
-        output_len=osl,
-        ttft_slo_s=w.ttft,
-        tbt_slo_s=w.tbt,
-        hit_rate=float(row["hit_rate"]) or None,
-        dtype=row["dtype"],
-    ).best
+    best = deployment_plan(row).best
     return {
         "prefill_input_tokens_per_s_per_gpu": prefill_tps,
         "decode_output_tokens_per_s_per_gpu": decode_tps,
@@ -1348,7 +1367,7 @@ class BreakdownRow:
     measured_s: float
     """The published time of the class, all layers."""
     model_s: float
-    """The model's time of the same kernels (:func:`helpers.serving.moe_compute_parts` and the all-to-alls)."""
+    """The model's time of the same kernels (:func:`helpers.serving.moe_streams`: its compute parts and all-to-alls)."""
 
 
 DECODE_BREAKDOWN_CASE = "sglang-96h100-decode"
@@ -1380,12 +1399,10 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
     _, ep = _layout(row["decode_layout"])
     batch = int(run.rsplit("_", 1)[1])
     context = int(row["decode_kv_len"])
-    parts = serving.moe_compute_parts(
-        m, context, row["gpu"], batch=batch, dtype=row["dtype"], ep=ep
-    ).parts
     streams = serving.moe_streams(
         m, context, row["gpu"], batch=batch, dtype=row["dtype"], ep=ep
     )
+    parts = streams.compute_parts
     ms = runs[run]
     # ms per layer, scaled to 256 tokens per GPU -> s per step of this batch
     layers = m.n_layers / 1e3 * batch / 256

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -653,6 +653,8 @@ class MoeStreams:
     """
     step_s: float
     """The step: :func:`two_batch_overlap` of the two streams."""
+    compute_parts: Mapping[str, float] = field(default_factory=dict)
+    """``compute_s`` by kernel class (:attr:`helpers.steps.StepTime.parts`)."""
 
 
 def moe_streams(
@@ -693,7 +695,18 @@ def moe_streams(
             f"prompts: {prompts} prompts need at least as many chunk tokens, got {chunk}"
         )
     ctx = int(round(_args.non_negative("context", context)))
-    compute = _moe_compute(m, ctx, acc, batch, chunk, prefix, prompts, dtype, ep)
+    parts = moe_compute_parts(
+        m,
+        ctx,
+        acc,
+        batch=batch,
+        chunk=chunk,
+        prefix=prefix,
+        prompts=prompts,
+        dtype=dtype,
+        ep=ep,
+    )
+    compute = parts.seconds
     tokens = batch + chunk
     link = get_link(ep_link)
     comm = _ep_comm(m, tokens, ep, link, decode=chunk == 0)
@@ -703,7 +716,7 @@ def moe_streams(
         else comm
     )
     step = two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
-    return MoeStreams(compute, comm, per_server, step)
+    return MoeStreams(compute, comm, per_server, step, parts.parts)
 
 
 def measured_step_time(
@@ -734,7 +747,7 @@ def measured_step_time(
     over ``ep`` GPUs (DeepSeek's and SGLang's layout; ``tp`` must be 1): the
     time of one rank, which holds ``batch`` sequences and the chunk. Its
     compute is priced kernel by kernel as the engine simulator prices it
-    (``_moe_compute``, :func:`helpers.steps.mixed_step`: measured shares,
+    (:func:`moe_compute_parts`, :func:`helpers.steps.mixed_step`: measured shares,
     per-kernel floors, the MLA core at the 16-bit rate of
     :data:`MLA_CORE_DTYPE`), whatever ``terms`` says about shares and
     floors. The all-to-alls (``_ep_comm``) overlap that compute only as much
@@ -798,31 +811,7 @@ def measured_step_time(
         return t + floor
     if tp != 1:
         raise ValueError("tp must be 1 with ep > 1: attention runs data-parallel")
-    compute = _moe_compute(m, ctx, acc, batch, chunk, prefix, prompts, dtype, ep)
-    tokens = batch + chunk
-    comm = 0.0
-    if "collectives" in chosen:
-        from .hardware import get_link
-        from .parallel import tp_link
-
-        link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
-        comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
-    return two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
-
-
-def _moe_compute(
-    m: ModelConfig,
-    ctx: int,
-    acc: str | Accelerator,
-    batch: int,
-    chunk: int,
-    prefix: int,
-    prompts: int,
-    dtype: str,
-    ep: int,
-) -> float:
-    """Seconds of one expert-parallel rank's step without its all-to-alls (:func:`moe_compute_parts`)."""
-    return moe_compute_parts(
+    compute = moe_compute_parts(
         m,
         ctx,
         acc,
@@ -833,6 +822,15 @@ def _moe_compute(
         dtype=dtype,
         ep=ep,
     ).seconds
+    tokens = batch + chunk
+    comm = 0.0
+    if "collectives" in chosen:
+        from .hardware import get_link
+        from .parallel import tp_link
+
+        link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
+        comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
+    return two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
 
 
 def moe_compute_parts(

@@ -674,3 +674,17 @@ def test_no_plan_misses_its_targets(
         return
     for c in p.candidates:
         assert c.ttft_p90_s <= ttft * (1 + 1e-9) and c.tbt_p90_s <= tbt * (1 + 1e-9)
+
+
+def test_deployment_plan_and_best_of_each_mode() -> None:
+    """The plan from scratch for a published row is the one the comparison judges; best_of ranks within a mode."""
+    row = next(r for r in planner.load_deployments() if r["case"] == "distserve-fig1")
+    p = planner.deployment_plan(row)
+    assert planner.pool_throughputs(row)["plan"] == p.best
+    for mode in ("aggregated", "disaggregated"):
+        first = p.best_of(mode)
+        assert first is not None and first.mode == mode
+        assert first == next(c for c in p.candidates if c.mode == mode)
+    assert p.best in (p.best_of("aggregated"), p.best_of("disaggregated"))
+    with pytest.raises(ValueError, match="mode"):
+        p.best_of("colocated")
