@@ -62,6 +62,9 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
   prefill, and every request of a trace through a tier hierarchy
 * :mod:`helpers.planner` -- planning a deployment: layouts, pools, batch, KV tiers
   and engine flags under TTFT and TBT targets (``python -m helpers.planner``)
+* :mod:`helpers.pd_replay` -- a trace replayed request by request through
+  prefill and decode pools: each request's TTFT and TBT, the share within
+  thresholds, and Mooncake's Figs. 14 and 15 beside it
 * :mod:`helpers.bench`, :mod:`helpers.labtools`, :mod:`helpers.tinygpt`,
   :mod:`helpers.kvtransfer`, :mod:`helpers.kvpool` -- measuring this machine
   (torch, imported lazily; ``kvpool``: a local Mooncake Store pool)
@@ -127,6 +130,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "steps",
         "engine",
         "planner",
+        "pd_replay",
     ),
     "measure": ("bench", "labtools", "tinygpt", "kvtransfer", "kvpool"),
     "book": (

@@ -303,3 +303,88 @@ of the planner, so these numbers diagnose its miss and calibrate nothing.
 """
 
 __all__ += ["SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER"]
+
+# ---------------------------------------------------------------------------
+# Mooncake's latency breakdown (Fig. 14) and its P/D-ratio run (Fig. 15),
+# read from the figures' pixels: the PDF page rendered at 300 dpi
+# (``pdftoppm -r 300``), each axis mapped by the centres of its tick labels
+# (``pdftotext -bbox``), bars read at their centre column by colour, markers
+# by their centroid. Testbed of both: §5.1 (8 x A800-SXM4-80GB per node, a
+# dummy LLaMA3-70B, four 200 Gb/s NICs).
+
+MOONCAKE_FIG14_PROMPT_TOKENS: tuple[int, ...] = (8_192, 16_384, 32_768, 65_536, 131_072)
+"""Mooncake FAST'25, Fig. 14: the prompt lengths of its bars ("8k" to "128k", read as powers of two)."""
+
+MOONCAKE_FIG14_PREFILL_S: tuple[float, ...] = (0.81, 1.85, 4.29, 10.43, 27.36)
+"""Mooncake FAST'25, Fig. 14a (prefix cache ratio 0 %): seconds of "layer-wise prefill" per prompt length.
+
+One request on one prefill node (8 x A800). Read as the salmon bar's top less
+its bottom; one pixel is 0.12 s, so each value is good to about ±0.15 s."""
+
+MOONCAKE_FIG14_DECODE_128_S: Mapping[str, tuple[float, ...]] = MappingProxyType(
+    {
+        "cache_0": (3.25, 3.25, 3.37, 3.60, 3.82),
+        "cache_95": (3.37, 3.40, 3.50, 3.64, 3.92),
+    }
+)
+"""Mooncake FAST'25, Fig. 14a and 14b: seconds to "decode 128 tokens" per prompt length, one request.
+
+The blue bar's height, with prefix cache ratios 0 % (panel a, ±0.15 s) and
+95 % (panel b, ±0.03 s). One request decodes alone, so this is 128 steps at
+batch 1; the two panels agree within 5 %."""
+
+MOONCAKE_FIG15_SPLITS: tuple[tuple[int, int], ...] = tuple(
+    (p, 16 - p) for p in range(5, 12)
+)
+"""Mooncake FAST'25, Fig. 15: the (prefill, decoding) node counts of its x axis, 5P11D to 11P5D."""
+
+MOONCAKE_FIG15_SLOS_S: tuple[float, float] = (10.0, 0.1)
+"""Mooncake FAST'25, §5.5: the TTFT and TBT thresholds (s) of Fig. 15's effective requests."""
+
+MOONCAKE_FIG15_EFFECTIVE_SHARE: tuple[float, ...] = (
+    0.777,
+    0.973,
+    0.992,
+    0.990,
+    0.992,
+    0.985,
+    0.862,
+)
+"""Mooncake FAST'25, Fig. 15a: share of requests meeting TTFT 10 s and TBT 100 ms, per split.
+
+In the order of :data:`MOONCAKE_FIG15_SPLITS`; markers read to about ±0.003."""
+
+MOONCAKE_FIG15_MEAN_TTFT_S: tuple[float, ...] = (
+    5.75,
+    1.73,
+    1.31,
+    1.21,
+    1.14,
+    1.14,
+    1.16,
+)
+"""Mooncake FAST'25, Fig. 15b: average TTFT (s) per split, markers read to about ±0.05 s."""
+
+MOONCAKE_FIG15_MEAN_TBT_MS: tuple[float, ...] = (
+    31.6,
+    31.9,
+    33.0,
+    35.2,
+    38.5,
+    44.7,
+    58.0,
+)
+"""Mooncake FAST'25, Fig. 15b: average TBT (ms) per split, markers read to about ±0.5 ms.
+
+A request's TBT is the mean of its longest 10 % of token intervals (§5.1)."""
+
+__all__ += [
+    "MOONCAKE_FIG14_DECODE_128_S",
+    "MOONCAKE_FIG14_PREFILL_S",
+    "MOONCAKE_FIG14_PROMPT_TOKENS",
+    "MOONCAKE_FIG15_EFFECTIVE_SHARE",
+    "MOONCAKE_FIG15_MEAN_TBT_MS",
+    "MOONCAKE_FIG15_MEAN_TTFT_S",
+    "MOONCAKE_FIG15_SLOS_S",
+    "MOONCAKE_FIG15_SPLITS",
+]
