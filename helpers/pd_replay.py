@@ -390,7 +390,11 @@ def mooncake_decode_extra_s() -> float:
 
 @dataclass(frozen=True)
 class SplitRow:
-    """One split of Mooncake's Fig. 15: measured beside the replay (shares, s)."""
+    """One split of Mooncake's Fig. 15: measured beside the replay (shares, s).
+
+    ``decode_batch_model``: the replay's mean sequences per decode instance
+    (:attr:`Replay.mean_decode_batch`); Mooncake publishes no batch.
+    """
 
     prefill_nodes: int
     decode_nodes: int
@@ -400,6 +404,7 @@ class SplitRow:
     ttft_model_s: float
     tbt_measured_s: float
     tbt_model_s: float
+    decode_batch_model: float
 
 
 def mooncake_fig15_rate(*, seed: int = 0) -> float:
@@ -475,6 +480,7 @@ def mooncake_fig15(
                 r.mean_ttft_s,
                 papers.MOONCAKE_FIG15_MEAN_TBT_MS[j] / 1e3,
                 r.mean_tbt_s,
+                r.mean_decode_batch,
             )
         )
     return rows
