@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +117,60 @@ def _hits(trace: Trace, hit_tokens: Any) -> np.ndarray:
     return np.minimum(hits, trace.input_lengths - 1)
 
 
+def prefill_prices(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    trace: Trace,
+    *,
+    tp: int = 8,
+    dtype: str = "bf16",
+    hit_tokens: Any = None,
+    terms: Collection[str] = serving.STEP_TERMS,
+) -> np.ndarray:
+    """Seconds each request of ``trace`` takes to prefill on one instance of ``tp`` GPUs.
+
+    :func:`helpers.serving.measured_step_time` of the request's uncached
+    tokens after its cached prefix; ``hit_tokens`` gives each request's cached
+    prefix (default: an unlimited cache shared by all instances, as Mooncake's
+    store, :func:`helpers.cachesim.simulate_prefix_cache`).
+    """
+    trace = _check_trace(trace)
+    _args.positive_int("tp", tp)
+    hits = _hits(trace, hit_tokens)
+    price: dict[tuple[int, int], float] = {}
+    out = np.empty(len(hits))
+    for i, (n, pre) in enumerate(
+        zip(trace.input_lengths.tolist(), hits.tolist(), strict=True)
+    ):
+        s = price.get((n - pre, pre))
+        if s is None:
+            s = serving.measured_step_time(
+                model,
+                0,
+                acc,
+                batch=0,
+                chunk=n - pre,
+                prefix=pre,
+                tp=tp,
+                dtype=dtype,
+                terms=terms,
+            )
+            price[(n - pre, pre)] = s
+        out[i] = s
+    return out
+
+
+def _fcfs(arrival: np.ndarray, service: np.ndarray, servers: int) -> np.ndarray:
+    """Each request's wait plus service: first come first served, on whichever server frees first."""
+    free = [0.0] * servers
+    done = np.empty(len(arrival))
+    for i in range(len(arrival)):
+        start = max(arrival[i], heapq.heappop(free))
+        heapq.heappush(free, start + service[i])
+        done[i] = start + service[i] - arrival[i]
+    return done
+
+
 def prefill_ttft(
     model: str | ModelConfig,
     acc: str | Accelerator,
@@ -129,46 +183,75 @@ def prefill_ttft(
     hit_tokens: Any = None,
     seed: int = 0,
     terms: Collection[str] = serving.STEP_TERMS,
+    prices: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(arrival s, TTFT s) of every request of ``trace`` on ``prefill_nodes`` instances of ``tp`` GPUs.
 
     The arrivals are Poisson at ``rate`` per second (seeded by ``seed``), in
-    the trace's order; ``hit_tokens`` gives each request's cached prefix
-    (default: an unlimited cache shared by all nodes, as Mooncake's store,
-    :func:`helpers.cachesim.simulate_prefix_cache`).
+    the trace's order; each prompt waits for the first free instance and
+    takes its :func:`prefill_prices` (or ``prices``, already computed).
     """
     trace = _check_trace(trace)
     _args.positive_int("prefill_nodes", prefill_nodes)
     _args.positive("rate", rate)
-    _args.positive_int("tp", tp)
-    hits = _hits(trace, hit_tokens)
-    n = len(trace.input_lengths)
+    if prices is None:
+        prices = prefill_prices(
+            model, acc, trace, tp=tp, dtype=dtype, hit_tokens=hit_tokens, terms=terms
+        )
     rng = np.random.default_rng(seed)
-    arrival = np.cumsum(rng.exponential(1.0 / rate, n))
-    price: dict[tuple[int, int], float] = {}
-    free = [0.0] * prefill_nodes
-    heapq.heapify(free)
-    ttft = np.empty(n)
-    for i in range(n):
-        new, pre = int(trace.input_lengths[i] - hits[i]), int(hits[i])
-        s = price.get((new, pre))
-        if s is None:
-            s = serving.measured_step_time(
-                model,
-                0,
-                acc,
-                batch=0,
-                chunk=new,
-                prefix=pre,
-                tp=tp,
-                dtype=dtype,
-                terms=terms,
-            )
-            price[(new, pre)] = s
-        start = max(arrival[i], heapq.heappop(free))
-        heapq.heappush(free, start + s)
-        ttft[i] = start + s - arrival[i]
-    return arrival, ttft
+    arrival = np.cumsum(rng.exponential(1.0 / rate, len(prices)))
+    return arrival, _fcfs(arrival, prices, prefill_nodes)
+
+
+def prefill_max_rate(
+    model: str | ModelConfig,
+    acc: str | Accelerator,
+    trace: Trace,
+    *,
+    prefill_nodes: int,
+    ttft_slo_s: float,
+    quantile: float = 0.9,
+    tp: int = 8,
+    dtype: str = "bf16",
+    hit_tokens: Any = None,
+    seed: int = 0,
+) -> float:
+    """The highest Poisson rate (requests/s) at which the replayed TTFT's ``quantile`` meets ``ttft_slo_s``.
+
+    The prefill pool alone, the trace's own prompts (:func:`prefill_ttft`);
+    bisection to 0.1 %. The planner's queue (:mod:`helpers.queueing`) gives
+    every prompt the price of the mean prompt; this gives each its own.
+    """
+    _args.positive("ttft_slo_s", ttft_slo_s)
+    _args.fraction_below_one("quantile", quantile)
+    prices = prefill_prices(
+        model, acc, trace, tp=tp, dtype=dtype, hit_tokens=hit_tokens
+    )
+    if np.quantile(prices, quantile) > ttft_slo_s:
+        return 0.0
+
+    def meets(rate: float) -> bool:
+        _, ttft = prefill_ttft(
+            model,
+            acc,
+            trace,
+            prefill_nodes=prefill_nodes,
+            rate=rate,
+            seed=seed,
+            prices=prices,
+        )
+        return bool(np.quantile(ttft, quantile) <= ttft_slo_s)
+
+    lo, hi = (
+        1e-3,
+        prefill_nodes / float(prices.mean()),
+    )  # the pool's service rate bounds it
+    if meets(hi):
+        return hi
+    while hi / lo > 1.001:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
 
 
 def replay(
@@ -419,6 +502,7 @@ def mooncake_fig15_rate(*, seed: int = 0) -> float:
     trace = load_trace("synthetic")
     p, _ = papers.MOONCAKE_FIG15_SPLITS[0]
     target = papers.MOONCAKE_FIG15_MEAN_TTFT_S[0]
+    prices = prefill_prices(MOONCAKE_MODEL, MOONCAKE_GPU, trace, tp=MOONCAKE_TP)
 
     def mean_ttft(rate: float) -> float:
         _, ttft = prefill_ttft(
@@ -427,8 +511,8 @@ def mooncake_fig15_rate(*, seed: int = 0) -> float:
             trace,
             prefill_nodes=p,
             rate=rate,
-            tp=MOONCAKE_TP,
             seed=seed,
+            prices=prices,
         )
         return float(ttft.mean())
 
@@ -440,7 +524,11 @@ def mooncake_fig15_rate(*, seed: int = 0) -> float:
 
 
 def mooncake_fig15(
-    *, decode_step_extra_s: float = 0.0, rate: float | None = None, seed: int = 0
+    *,
+    decode_step_extra_s: float = 0.0,
+    rate: float | None = None,
+    seed: int = 0,
+    splits: Sequence[tuple[int, int]] = papers.MOONCAKE_FIG15_SPLITS,
 ) -> list[SplitRow]:
     """Mooncake's Fig. 15 replayed: each split's share within TTFT 10 s and TBT 100 ms, mean TTFT and TBT.
 
@@ -448,6 +536,8 @@ def mooncake_fig15(
     ``rate`` (default :func:`mooncake_fig15_rate`) through each of Fig. 15's
     splits of 16 nodes of 8 x A800, with ``decode_step_extra_s`` added to
     every decode step (:func:`mooncake_decode_extra_s` for Mooncake's engine).
+    ``splits``: (prefill, decode) server counts, Fig. 15's by default; a split
+    Fig. 15 did not run gets NaN for its measured values.
     """
     from .traces import load_trace
 
@@ -457,7 +547,16 @@ def mooncake_fig15(
         rate = mooncake_fig15_rate(seed=seed)
     ttft_slo, tbt_slo = papers.MOONCAKE_FIG15_SLOS_S
     rows = []
-    for j, (p, d) in enumerate(papers.MOONCAKE_FIG15_SPLITS):
+    measured = {
+        split: (
+            papers.MOONCAKE_FIG15_EFFECTIVE_SHARE[j],
+            papers.MOONCAKE_FIG15_MEAN_TTFT_S[j],
+            papers.MOONCAKE_FIG15_MEAN_TBT_MS[j] / 1e3,
+        )
+        for j, split in enumerate(papers.MOONCAKE_FIG15_SPLITS)
+    }
+    nan = (math.nan, math.nan, math.nan)
+    for p, d in splits:
         r = replay(
             MOONCAKE_MODEL,
             MOONCAKE_GPU,
@@ -470,15 +569,16 @@ def mooncake_fig15(
             seed=seed,
             decode_step_extra_s=decode_step_extra_s,
         )
+        share, ttft, tbt = measured.get((p, d), nan)
         rows.append(
             SplitRow(
                 p,
                 d,
-                papers.MOONCAKE_FIG15_EFFECTIVE_SHARE[j],
+                share,
                 r.effective_share(ttft_slo_s=ttft_slo, tbt_slo_s=tbt_slo),
-                papers.MOONCAKE_FIG15_MEAN_TTFT_S[j],
+                ttft,
                 r.mean_ttft_s,
-                papers.MOONCAKE_FIG15_MEAN_TBT_MS[j] / 1e3,
+                tbt,
                 r.mean_tbt_s,
                 r.mean_decode_batch,
             )

@@ -1223,7 +1223,9 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     ``requests_per_s_per_gpu``: what the published P:D split serves within both
     targets; ``pd_ratio``: the planner's best split on the same GPUs (``plan``,
     its best :class:`Candidate`); ``pd_ratio_at_operating_point``: the split
-    the two pool rates imply.
+    the two pool rates imply; ``prefill_requests_per_s_per_instance``: the
+    requests/s one prefill instance of the published layout serves within the
+    p90 TTFT target (the planner's queue, every prompt the mean prompt).
     """
     m = resolve_model(row["model"])
     acc = get_accelerator(row["gpu"])
@@ -1276,6 +1278,7 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     return {
         "prefill_input_tokens_per_s_per_gpu": prefill_tps,
         "decode_output_tokens_per_s_per_gpu": decode_tps,
+        "prefill_requests_per_s_per_instance": rp,
         "requests_per_s_per_gpu": min(n_p * rp, n_d * rd) / (pg + dg),
         # no split to compare when the plan keeps both phases together
         "pd_ratio": best.prefill_gpus / best.decode_gpus

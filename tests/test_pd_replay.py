@@ -177,3 +177,38 @@ def test_fig15_replay_matches_six_splits_and_misses_11p5d(fig15) -> None:
     model_rise = rows[-1].tbt_model_s - rows[0].tbt_model_s
     measured_rise = rows[-1].tbt_measured_s - rows[0].tbt_measured_s
     assert measured_rise > 10 * model_rise
+
+
+def test_prefill_max_rate_by_hand() -> None:
+    """A prompt longer than the target can never meet it (0); one far shorter, alone on a server,
+    meets it up to a rate near the server's service rate, and two servers carry more than one."""
+    t = _trace([8192] * 50, [2] * 50)
+    assert pd_replay.prefill_max_rate(M, ACC, t, prefill_nodes=4, ttft_slo_s=0.1) == 0.0
+    s = _prefill(8192)
+    one = pd_replay.prefill_max_rate(M, ACC, t, prefill_nodes=1, ttft_slo_s=20 * s)
+    two = pd_replay.prefill_max_rate(M, ACC, t, prefill_nodes=2, ttft_slo_s=20 * s)
+    assert 0.5 / s < one <= 1 / s
+    assert two > one
+    with pytest.raises(ValueError, match="quantile"):
+        pd_replay.prefill_max_rate(
+            M, ACC, t, prefill_nodes=1, ttft_slo_s=1.0, quantile=1.5
+        )
+
+
+def test_planner_queue_overrates_mooncakes_prefill_pool() -> None:
+    """What Chapter 13 says: the planner's M/D/1 queue, every prompt the mean prompt, rates 14 TP8
+    prefill servers well above what the synthetic trace's own prompts allow at the same p90 TTFT."""
+    from helpers import planner
+    from helpers.traces import load_trace
+
+    row = next(r for r in planner.load_deployments() if r["case"] == "mooncake-fig15")
+    queued = 14 * planner.pool_throughputs(row)["prefill_requests_per_s_per_instance"]
+    replayed = pd_replay.prefill_max_rate(
+        M, ACC, load_trace("synthetic"), prefill_nodes=14, ttft_slo_s=10.0
+    )
+    assert replayed < 0.8 * queued
+
+
+def test_a_split_fig15_did_not_run_has_no_measurement() -> None:
+    rows = pd_replay.mooncake_fig15(rate=2.0, splits=[(14, 2)])
+    assert math.isnan(rows[0].share_measured) and 0 < rows[0].share_model <= 1
