@@ -197,7 +197,8 @@ def test_prefill_max_rate_by_hand() -> None:
 
 def test_planner_queue_overrates_mooncakes_prefill_pool() -> None:
     """What Chapter 13 says: the planner's M/D/1 queue, every prompt the mean prompt, rates 14 TP8
-    prefill servers well above what the synthetic trace's own prompts allow at the same p90 TTFT."""
+    prefill servers well above what the synthetic trace's own prompts allow at the same p90 TTFT
+    (Chapter 8 says the trace's prompts carry about two thirds of it)."""
     from helpers import planner
     from helpers.traces import load_trace
 
@@ -206,7 +207,7 @@ def test_planner_queue_overrates_mooncakes_prefill_pool() -> None:
     replayed = pd_replay.prefill_max_rate(
         M, ACC, load_trace("synthetic"), prefill_nodes=14, ttft_slo_s=10.0
     )
-    assert replayed < 0.8 * queued
+    assert 0.55 < replayed / queued < 0.75  # Chapter 8: 'about two thirds'
 
 
 def test_a_split_fig15_did_not_run_has_no_measurement() -> None:
