@@ -40,7 +40,7 @@ import numpy as np
 from . import _args, engine, papers, serving
 from .cachesim import simulate_prefix_cache
 from .hardware import Accelerator
-from .llm import ModelConfig
+from .llm import ModelConfig, get_model
 from .traces import Trace
 
 CONTEXT_STEP_TOKENS = 256
@@ -263,6 +263,7 @@ def replay(
     decode_nodes: int,
     rate: float,
     tp: int = 8,
+    decode_tp: int | None = None,
     dtype: str = "bf16",
     hit_tokens: Any = None,
     seed: int = 0,
@@ -274,7 +275,9 @@ def replay(
     Parameters
     ----------
     model, acc
-        A model and a catalog GPU; every instance is ``tp`` GPUs.
+        A dense model (a mixture of experts raises: its expert-parallel step
+        is not priced here) and a catalog GPU; a prefill instance is ``tp``
+        GPUs, a decode instance ``decode_tp`` (default ``tp``).
     trace : Trace
         Its lengths and prefix blocks are used; its timestamps are replaced by
         Poisson arrivals at ``rate`` (as Mooncake dispatched its synthetic
@@ -295,6 +298,11 @@ def replay(
     Replay
     """
     _args.positive_int("decode_nodes", decode_nodes)
+    dtp = tp if decode_tp is None else _args.positive_int("decode_tp", decode_tp)
+    if get_model(model).moe is not None:
+        raise ValueError(
+            "model: a mixture of experts is not replayed (its expert-parallel step is priced in helpers.serving)"
+        )
     _args.non_negative("decode_step_extra_s", decode_step_extra_s)
     arrival, ttft = prefill_ttft(
         model,
@@ -310,7 +318,7 @@ def replay(
     )
     inp = trace.input_lengths.tolist()
     out = trace.output_lengths.tolist()
-    capacity = engine.kv_capacity(model, acc, tp=tp, weight_dtype=dtype).kv_tokens
+    capacity = engine.kv_capacity(model, acc, tp=dtp, weight_dtype=dtype).kv_tokens
     too_big = [i for i in range(len(inp)) if inp[i] + out[i] > capacity]
     if too_big:
         raise ValueError(
@@ -328,7 +336,7 @@ def replay(
                 key[1] * CONTEXT_STEP_TOKENS,
                 acc,
                 batch=batch,
-                tp=tp,
+                tp=dtp,
                 dtype=dtype,
                 terms=terms,
             )

@@ -213,3 +213,74 @@ def test_planner_queue_overrates_mooncakes_prefill_pool() -> None:
 def test_a_split_fig15_did_not_run_has_no_measurement() -> None:
     rows = pd_replay.mooncake_fig15(rate=2.0, splits=[(14, 2)])
     assert math.isnan(rows[0].share_measured) and 0 < rows[0].share_model <= 1
+
+
+def test_chapter_13s_plan_misses_its_ttft_on_the_traces_own_lengths() -> None:
+    """What Chapter 13 says of its case (Llama-3-70B, 16 H200s, conversation trace, 2 s / 50 ms,
+    no cache): its split plan meets both p90 targets with every request the mean one, and misses
+    the TTFT target, not the TBT target, when the trace's own lengths are replayed."""
+    from helpers import planner
+    from helpers.traces import load_trace
+
+    w = papers.MOONCAKE_TABLE2["conversation"]
+    isl, osl = int(w["mean_input"]), int(w["mean_output"])
+    p = planner.plan(
+        M,
+        "H200",
+        n_gpus=16,
+        input_len=isl,
+        output_len=osl,
+        ttft_slo_s=2.0,
+        tbt_slo_s=0.05,
+    )
+    split = p.best_of("disaggregated")
+    t = load_trace("conversation")
+    kw = dict(
+        prefill_nodes=split.prefill_instances,
+        decode_nodes=split.decode_instances,
+        rate=split.rate,
+        tp=split.prefill_size,
+        decode_tp=split.decode_size,
+        hit_tokens=np.zeros(len(t.input_lengths), dtype=np.int64),
+    )
+    own = pd_replay.replay(M, "H200", t, **kw)
+    mean = pd_replay.replay(
+        M,
+        "H200",
+        Trace(
+            "mean",
+            t.arrival_s,
+            np.full_like(t.input_lengths, isl),
+            np.full_like(t.output_lengths, osl),
+            t.block_ids,
+            t.offsets,
+        ),
+        **kw,
+    )
+    assert (
+        np.quantile(mean.ttft_s, 0.9) <= 2.0 and np.nanquantile(mean.tbt_s, 0.9) <= 0.05
+    )
+    assert np.quantile(own.ttft_s, 0.9) > 2.0
+    assert np.nanquantile(own.tbt_s, 0.9) <= 0.05
+
+
+def test_a_mixture_of_experts_is_not_replayed() -> None:
+    with pytest.raises(ValueError, match="model"):
+        pd_replay.replay(
+            "deepseek-v3",
+            "H100",
+            _trace([1024], [4]),
+            prefill_nodes=1,
+            decode_nodes=1,
+            rate=1.0,
+        )
+    with pytest.raises(ValueError, match="decode_tp"):
+        pd_replay.replay(
+            M,
+            ACC,
+            _trace([1024], [4]),
+            prefill_nodes=1,
+            decode_nodes=1,
+            rate=1.0,
+            decode_tp=0,
+        )
