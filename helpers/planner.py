@@ -191,6 +191,27 @@ class TierRow:
 
 
 @dataclass(frozen=True)
+class ReplayCheck:
+    """A plan replayed request by request with its trace's own lengths, at the plan's rate.
+
+    ``ttft_p90_s``: p90 over requests of the time to first token (s);
+    ``tbt_p90_s``: p90 over requests of each one's TBT (s), measured as
+    ``how`` says; ``how``: which simulator ran it and what its TBT is.
+    """
+
+    ttft_p90_s: float
+    tbt_p90_s: float
+    ttft_slo_s: float
+    tbt_slo_s: float
+    how: str
+
+    @property
+    def meets(self) -> bool:
+        """Whether both p90s are within the plan's targets."""
+        return self.ttft_p90_s <= self.ttft_slo_s and self.tbt_p90_s <= self.tbt_slo_s
+
+
+@dataclass(frozen=True)
 class Plan:
     """The chosen layout, why, and the ranked alternatives (see :func:`plan`)."""
 
@@ -210,6 +231,8 @@ class Plan:
     hit_tokens: int
     tiers: list[TierRow] = field(default_factory=list)
     why_not_runner_up: str = ""
+    replayed: ReplayCheck | None = None
+    """The plan replayed with the trace's own lengths (``_replay_check``); ``None`` without a trace."""
     """The best layout of the other mode (else the next), and what holds it back."""
 
     @property
@@ -823,6 +846,9 @@ def plan(
     w = _Work(m, device, dtype, isl, osl, 0, osl / math.sqrt(12), ttft, tbt, link)
     tier_rows: list[TierRow] = []
     if trace is not None:
+        from .traces import Trace, load_trace
+
+        trace = trace if isinstance(trace, Trace) else load_trace(trace)
         hit, tier_rows, spread = _tier_plan(w, trace, n_gpus)
         w = replace(w, hit=hit, context_std=spread)
     elif hit_rate is not None:
@@ -857,6 +883,7 @@ def plan(
         )
     flags = engine_flags(best, m, dtype=dtype)
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
+    checked = _replay_check(w, best, trace, tier_rows) if trace is not None else None
     return Plan(
         best.mode,
         best.prefill_gpus,
@@ -874,6 +901,77 @@ def plan(
         w.hit,
         tier_rows,
         why,
+        checked,
+    )
+
+
+def _replay_check(
+    w: _Work, best: Candidate, trace: Any, tiers: Sequence[TierRow]
+) -> ReplayCheck | None:
+    """``best`` replayed with ``trace``'s own lengths at its rate, each request's hits from the paying tiers.
+
+    A split plan runs through :func:`helpers.pd_replay.replay` (TBT: each
+    request's slowest 10 % of intervals, as Mooncake measures it); a
+    co-located one through :func:`helpers.engine.serve` (TBT: each request's
+    mean interval), only when the tiers serve no request any hit, since that
+    simulator holds no prefix cache. ``None`` for a mixture of experts (its
+    expert-parallel step is not replayed) and for a co-located plan with hits.
+    """
+    import numpy as np
+
+    from . import engine, pd_replay
+    from .cachesim import simulate_prefix_cache
+
+    if w.model.moe is not None:
+        return None
+    paying = sum(t.capacity_tokens for t in tiers if t.verdict == "transfer")
+    hits = (
+        simulate_prefix_cache(trace, paying).hit_tokens
+        if paying
+        else np.zeros(len(trace.input_lengths), dtype=np.int64)
+    )
+    if best.mode == "disaggregated":
+        r = pd_replay.replay(
+            w.model,
+            w.acc,
+            trace,
+            prefill_nodes=best.prefill_instances,
+            decode_nodes=best.decode_instances,
+            rate=best.rate,
+            tp=best.prefill_size,
+            decode_tp=best.decode_size,
+            dtype=w.dtype,
+            hit_tokens=hits,
+        )
+        return ReplayCheck(
+            float(np.quantile(r.ttft_s, TTFT_QUANTILE)),
+            float(np.nanquantile(r.tbt_s, TTFT_QUANTILE)),
+            w.ttft,
+            w.tbt,
+            "trace replay of the split pools; TBT is each request's slowest 10 % of intervals",
+        )
+    if hits.any():
+        return None
+    cap = best.batch_cap or best.batch
+    s = engine.serve(
+        w.model,
+        w.acc,
+        tp=best.tp,
+        replicas=best.decode_instances,
+        weight_dtype=w.dtype,
+        input_len=trace.input_lengths.tolist(),
+        output_len=trace.output_lengths.tolist(),
+        rate=best.rate,
+        token_budget=cap + best.chunk,
+        max_seqs=cap,
+        requests=len(trace.input_lengths),
+    )
+    return ReplayCheck(
+        s.ttft_p90_s,
+        s.tpot_p90_s,
+        w.ttft,
+        w.tbt,
+        "engine simulator, co-located; TBT is each request's mean interval",
     )
 
 
@@ -990,6 +1088,17 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         )
     if p.why_not_runner_up:
         lines.append(f"  runner-up   : {p.why_not_runner_up}")
+    if p.replayed is not None:
+        r = p.replayed
+        lines.append(
+            f"  replayed    : with the trace's own lengths, p90 TTFT {r.ttft_p90_s:.2f} s / "
+            f"TBT {r.tbt_p90_s * 1e3:.0f} ms ({r.how})"
+        )
+        if not r.meets:
+            lines.append(
+                "  WARNING     : the replay misses a target; the plan is sized for the mean request "
+                "and the trace's long ones set its percentiles (Chapter 13, 'A second opinion')"
+            )
     lines.append("Engine flags:")
     for name, flags in p.engine_flags.items():
         lines.append(f"  [{name}] ({ENGINE_SOURCES[name]})")

@@ -688,3 +688,48 @@ def test_deployment_plan_and_best_of_each_mode() -> None:
     assert p.best in (p.best_of("aggregated"), p.best_of("disaggregated"))
     with pytest.raises(ValueError, match="mode"):
         p.best_of("colocated")
+
+
+def test_a_plan_from_a_trace_is_replayed_with_the_traces_own_lengths() -> None:
+    """With a trace, a dense plan is replayed at its rate: a co-located one by the engine simulator
+    when no request has a hit (here a trace with no shared prefix), none when it has (that
+    simulator holds no prefix cache); without a trace, nothing is replayed."""
+    import numpy as np
+
+    from helpers.traces import Trace
+
+    n = 40
+    lengths = np.array([4096] * n, dtype=np.int64)
+    unique = Trace(
+        "unique",
+        np.zeros(n),
+        lengths,
+        np.full(n, 256, dtype=np.int64),
+        np.arange(n * 8, dtype=np.int64),
+        np.arange(0, n * 8 + 1, 8, dtype=np.int64),
+    )
+    kw = dict(n_gpus=8, input_len=4096, output_len=256, ttft_slo_s=2, tbt_slo_s=0.05)
+    p = planner.plan("llama-3-8b", "H100", trace=unique, **kw)
+    assert p.mode == "aggregated" and p.hit_tokens == 0
+    assert p.replayed is not None and "engine simulator" in p.replayed.how
+    assert 0 < p.replayed.ttft_p90_s and 0 < p.replayed.tbt_p90_s
+    shared = planner.plan("llama-3-8b", "H100", trace="tiny", **kw)
+    assert (
+        shared.mode == "aggregated"
+        and shared.hit_tokens > 0
+        and shared.replayed is None
+    )
+    assert planner.plan("llama-3-8b", "H100", **kw).replayed is None
+    check = planner.ReplayCheck(3.0, 0.02, 2.0, 0.05, "test")
+    assert not check.meets and planner.ReplayCheck(1.0, 0.02, 2.0, 0.05, "test").meets
+
+
+def test_the_command_warns_when_the_replay_misses(capsys) -> None:
+    argv = [
+        "--model", "llama-3-70b", "--gpu", "H200", "--gpus", "16", "--isl", "12035",
+        "--osl", "343", "--ttft", "2", "--tbt", "0.05", "--trace", "conversation",
+    ]  # fmt: skip
+    assert planner.main(argv=argv) == 0
+    out = capsys.readouterr().out
+    assert "replayed    : with the trace's own lengths" in out
+    assert "WARNING" in out
