@@ -1088,6 +1088,11 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         )
     if p.why_not_runner_up:
         lines.append(f"  runner-up   : {p.why_not_runner_up}")
+    if p.replayed is None and getattr(args, "trace", None) is not None:
+        lines.append(
+            "  replayed    : not replayed (a mixture of experts, or a co-located plan whose requests "
+            "hit the cache: the engine simulator holds no prefix cache)"
+        )
     if p.replayed is not None:
         r = p.replayed
         lines.append(

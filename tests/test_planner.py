@@ -733,3 +733,12 @@ def test_the_command_warns_when_the_replay_misses(capsys) -> None:
     out = capsys.readouterr().out
     assert "replayed    : with the trace's own lengths" in out
     assert "WARNING" in out
+
+
+def test_the_command_says_when_a_plan_from_a_trace_is_not_replayed(capsys) -> None:
+    argv = [
+        "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--isl", "4096",
+        "--osl", "256", "--ttft", "2", "--tbt", "0.05", "--trace", "tiny",
+    ]  # fmt: skip
+    assert planner.main(argv=argv) == 0
+    assert "not replayed" in capsys.readouterr().out
