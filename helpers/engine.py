@@ -457,12 +457,14 @@ class _Sim:
         cap: Capacity,
         input_len: int | np.ndarray,
         output_len: int | np.ndarray,
+        cached_len: int | np.ndarray = 0,
     ) -> None:
         self.p = p
         self.pre = pre
         self.cap = cap
         self.inputs = np.atleast_1d(np.asarray(input_len, dtype=np.int64))
         self.outputs = np.atleast_1d(np.asarray(output_len, dtype=np.int64))
+        self.cached = np.atleast_1d(np.asarray(cached_len, dtype=np.int64))
         max_tokens = max(cap.token_budget, 1) + cap.max_seqs
         self.grid, self.lin = steps.token_table(p, max_tokens)
         # head (lm_head + sampling) is linear in seqs beyond small counts: tabulate too
@@ -523,6 +525,8 @@ class _Sim:
         ids = np.arange(n_requests)
         i_req = self.inputs[ids % len(self.inputs)]
         o_req = self.outputs[ids % len(self.outputs)]
+        # a cached prefix is not prefilled again; at least the prompt's last token is
+        c_req = np.minimum(self.cached[ids % len(self.cached)], i_req - 1)
         self.i_req, self.o_req = i_req, o_req
         bs = self.pre.block_size
         cap_tokens = self.cap.kv_tokens
@@ -629,6 +633,8 @@ class _Sim:
                     break
                 waiting.popleft()
                 prefilling.append(rid)
+                if gen0[rid] == 0:  # a preempted request recomputes its whole context
+                    done_prefill[rid] = c_req[rid]
                 held[rid] = nb
                 blocks_used += nb
                 running += 1
@@ -851,6 +857,7 @@ def serve(
     link: str | Link | None = "auto",
     gemm_overlap: float = 0.0,
     frontend: bool = False,
+    cached_len: int | Sequence[int] = 0,
 ) -> ServeResult:
     """Simulate ``engine`` serving ``model`` on ``replicas`` x ``tp`` GPUs of ``acc``; throughput, TTFT, TPOT.
 
@@ -891,6 +898,12 @@ def serve(
         a link, or ``None`` (no communication).
     gemm_overlap : float
         Inside-GEMM overlap sensitivity, 0 to 1 (:func:`helpers.steps.pricer`).
+    cached_len : int or sequence of int
+        Prompt tokens of each request already in the prefix cache (cycling
+        like ``input_len``; 0 by default): its prefill starts after them, its
+        chunks priced with them as context, as an engine's automatic prefix
+        caching does; its KV cache still holds the whole prompt. A request
+        evicted and readmitted recomputes its whole context.
     frontend : bool
         Requests pass through an HTTP frontend (tokenise, chat template, IPC,
         stream): each reaches the scheduler :func:`helpers.efficiency.frontend_s`
@@ -961,7 +974,10 @@ def serve(
     per_seq = float(inputs.mean()) + math.ceil(float(outputs.mean()) / 2)
     mem_batch = max(1, int(cap.kv_tokens // per_seq))
     max_batch = min(cap.max_seqs, mem_batch)
-    sim = _Sim(p, pre, cap, inputs, outputs)
+    cached = np.atleast_1d(np.asarray(cached_len, dtype=np.int64))
+    if cached.size == 0 or (cached < 0).any():
+        raise ValueError("cached_len must be >= 0 (one count, or one per request)")
+    sim = _Sim(p, pre, cap, inputs, outputs, cached)
     closed: int | None = None
     arrivals = np.zeros(0)
     steady = False

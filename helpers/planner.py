@@ -913,9 +913,8 @@ def _replay_check(
     A split plan runs through :func:`helpers.pd_replay.replay` (TBT: each
     request's slowest 10 % of intervals, as Mooncake measures it); a
     co-located one through :func:`helpers.engine.serve` (TBT: each request's
-    mean interval), only when the tiers serve no request any hit, since that
-    simulator holds no prefix cache. ``None`` for a mixture of experts (its
-    expert-parallel step is not replayed) and for a co-located plan with hits.
+    mean interval), each request's hits skipped by its prefill. ``None`` for a
+    mixture of experts (its expert-parallel step is not replayed).
     """
     import numpy as np
 
@@ -950,8 +949,6 @@ def _replay_check(
             w.tbt,
             "trace replay of the split pools; TBT is each request's slowest 10 % of intervals",
         )
-    if hits.any():
-        return None
     cap = best.batch_cap or best.batch
     s = engine.serve(
         w.model,
@@ -965,6 +962,7 @@ def _replay_check(
         token_budget=cap + best.chunk,
         max_seqs=cap,
         requests=len(trace.input_lengths),
+        cached_len=hits.tolist(),
     )
     return ReplayCheck(
         s.ttft_p90_s,
@@ -1090,8 +1088,8 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         lines.append(f"  runner-up   : {p.why_not_runner_up}")
     if p.replayed is None and getattr(args, "trace", None) is not None:
         lines.append(
-            "  replayed    : not replayed (a mixture of experts, or a co-located plan whose requests "
-            "hit the cache: the engine simulator holds no prefix cache)"
+            "  replayed    : not replayed (a mixture of experts: its expert-parallel step is priced "
+            "at an operating point, not replayed)"
         )
     if p.replayed is not None:
         r = p.replayed

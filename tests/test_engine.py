@@ -337,3 +337,18 @@ def test_frontend_delays_each_first_token_by_its_measured_latency():
     )
     with pytest.raises(TypeError, match="frontend"):
         engine.serve("llama-3-8b", "H100", frontend="yes", **kw)  # type: ignore[arg-type]
+
+
+def test_a_cached_prefix_is_not_prefilled_again() -> None:
+    """Prefix-cache hits shorten the prefill, not the KV cache: a request whose prompt is all cached
+    but its last token gets its first token sooner than one with nothing cached; zero changes nothing;
+    a negative count names the parameter."""
+    kw = dict(tp=1, input_len=4096, output_len=16, requests=1)
+    cold = engine.serve("llama-3-8b", "H100", **kw)
+    same = engine.serve("llama-3-8b", "H100", cached_len=0, **kw)
+    warm = engine.serve("llama-3-8b", "H100", cached_len=4096, **kw)
+    assert same.ttft_s == cold.ttft_s
+    assert warm.ttft_s < cold.ttft_s / 5
+    assert warm.tpot_s == pytest.approx(cold.tpot_s, rel=0.05)
+    with pytest.raises(ValueError, match="cached_len"):
+        engine.serve("llama-3-8b", "H100", cached_len=-1, **kw)
