@@ -905,71 +905,106 @@ def plan(
     )
 
 
-def _replay_check(
-    w: _Work, best: Candidate, trace: Any, tiers: Sequence[TierRow]
-) -> ReplayCheck | None:
-    """``best`` replayed with ``trace``'s own lengths at its rate, each request's hits from the paying tiers.
+def replay_candidate(
+    model: str | llm.ModelConfig,
+    acc: str | Accelerator,
+    cand: Candidate,
+    trace: Any,
+    *,
+    ttft_slo_s: float,
+    tbt_slo_s: float,
+    hit_tokens: Any = None,
+    dtype: str = "bf16",
+) -> ReplayCheck:
+    """One ranked layout replayed request by request with ``trace``'s lengths, at its own rate.
 
-    A split plan runs through :func:`helpers.pd_replay.replay` (TBT: each
+    A split layout runs through :func:`helpers.pd_replay.replay` (TBT: each
     request's slowest 10 % of intervals, as Mooncake measures it); a
-    co-located one through :func:`helpers.engine.serve` (TBT: each request's
-    mean interval), each request's hits skipped by its prefill. ``None`` for a
-    mixture of experts (its expert-parallel step is not replayed).
+    co-located one through :func:`helpers.engine.serve` with the flags the
+    planner writes for it (TBT: each request's mean interval). ``hit_tokens``:
+    each request's cached prompt tokens, skipped by its prefill (default
+    none). A mixture of experts raises: its expert-parallel step is priced at
+    an operating point, not replayed.
     """
     import numpy as np
 
     from . import engine, pd_replay
-    from .cachesim import simulate_prefix_cache
+    from .traces import Trace, load_trace
 
-    if w.model.moe is not None:
-        return None
-    paying = sum(t.capacity_tokens for t in tiers if t.verdict == "transfer")
+    m = resolve_model(model)
+    if m.moe is not None:
+        raise ValueError(
+            f"model: {m.name} is a mixture of experts, which is not replayed"
+        )
+    tr = trace if isinstance(trace, Trace) else load_trace(trace)
     hits = (
-        simulate_prefix_cache(trace, paying).hit_tokens
-        if paying
-        else np.zeros(len(trace.input_lengths), dtype=np.int64)
+        np.zeros(len(tr.input_lengths), dtype=np.int64)
+        if hit_tokens is None
+        else np.asarray(hit_tokens, dtype=np.int64)
     )
-    if best.mode == "disaggregated":
+    if cand.mode == "disaggregated":
         r = pd_replay.replay(
-            w.model,
-            w.acc,
-            trace,
-            prefill_nodes=best.prefill_instances,
-            decode_nodes=best.decode_instances,
-            rate=best.rate,
-            tp=best.prefill_size,
-            decode_tp=best.decode_size,
-            dtype=w.dtype,
+            m,
+            acc,
+            tr,
+            prefill_nodes=cand.prefill_instances,
+            decode_nodes=cand.decode_instances,
+            rate=cand.rate,
+            tp=cand.prefill_size,
+            decode_tp=cand.decode_size,
+            dtype=dtype,
             hit_tokens=hits,
         )
         return ReplayCheck(
             float(np.quantile(r.ttft_s, TTFT_QUANTILE)),
             float(np.nanquantile(r.tbt_s, TTFT_QUANTILE)),
-            w.ttft,
-            w.tbt,
+            ttft_slo_s,
+            tbt_slo_s,
             "trace replay of the split pools; TBT is each request's slowest 10 % of intervals",
         )
-    cap = best.batch_cap or best.batch
+    cap = cand.batch_cap or cand.batch
     s = engine.serve(
-        w.model,
-        w.acc,
-        tp=best.tp,
-        replicas=best.decode_instances,
-        weight_dtype=w.dtype,
-        input_len=trace.input_lengths.tolist(),
-        output_len=trace.output_lengths.tolist(),
-        rate=best.rate,
-        token_budget=cap + best.chunk,
+        m,
+        acc,
+        tp=cand.tp,
+        replicas=cand.decode_instances,
+        weight_dtype=dtype,
+        input_len=tr.input_lengths.tolist(),
+        output_len=tr.output_lengths.tolist(),
+        rate=cand.rate,
+        token_budget=cap + cand.chunk,  # the flags the planner writes
         max_seqs=cap,
-        requests=len(trace.input_lengths),
+        requests=len(tr.input_lengths),
         cached_len=hits.tolist(),
     )
     return ReplayCheck(
         s.ttft_p90_s,
         s.tpot_p90_s,
-        w.ttft,
-        w.tbt,
+        ttft_slo_s,
+        tbt_slo_s,
         "engine simulator, co-located; TBT is each request's mean interval",
+    )
+
+
+def _replay_check(
+    w: _Work, best: Candidate, trace: Any, tiers: Sequence[TierRow]
+) -> ReplayCheck | None:
+    """``best`` replayed (:func:`replay_candidate`), hits from the paying tiers; ``None`` for experts."""
+    from .cachesim import simulate_prefix_cache
+
+    if w.model.moe is not None:
+        return None
+    paying = sum(t.capacity_tokens for t in tiers if t.verdict == "transfer")
+    hits = simulate_prefix_cache(trace, paying).hit_tokens if paying else None
+    return replay_candidate(
+        w.model,
+        w.acc,
+        best,
+        trace,
+        ttft_slo_s=w.ttft,
+        tbt_slo_s=w.tbt,
+        hit_tokens=hits,
+        dtype=w.dtype,
     )
 
 

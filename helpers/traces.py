@@ -453,6 +453,27 @@ def check_trace(trace: object) -> Trace:
     return trace
 
 
+def with_lengths(trace: Trace, *, input_len: int, output_len: int) -> Trace:
+    """``trace`` with every request given ``input_len`` prompt and ``output_len`` output tokens.
+
+    The arrivals and prefix blocks are kept: the same workload with the
+    spread of its lengths taken out (what a model priced at mean lengths
+    assumes).
+    """
+    trace = check_trace(trace)
+    return Trace(
+        f"{trace.name} at fixed lengths",
+        trace.arrival_s,
+        np.full_like(trace.input_lengths, _args.positive_int("input_len", input_len)),
+        np.full_like(
+            trace.output_lengths, _args.positive_int("output_len", output_len)
+        ),
+        trace.block_ids,
+        trace.offsets,
+        trace.block_tokens,
+    )
+
+
 def trace_prefill_flops(trace: Trace, model: str | llm.ModelConfig) -> float:
     """Prefill FLOP of every prompt of ``trace`` with no cache: the sum of :func:`helpers.llm.prefill_cost`.
 

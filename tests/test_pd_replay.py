@@ -244,18 +244,10 @@ def test_chapter_13s_plan_misses_its_ttft_on_the_traces_own_lengths() -> None:
         hit_tokens=np.zeros(len(t.input_lengths), dtype=np.int64),
     )
     own = pd_replay.replay(M, "H200", t, **kw)
+    from helpers.traces import with_lengths
+
     mean = pd_replay.replay(
-        M,
-        "H200",
-        Trace(
-            "mean",
-            t.arrival_s,
-            np.full_like(t.input_lengths, isl),
-            np.full_like(t.output_lengths, osl),
-            t.block_ids,
-            t.offsets,
-        ),
-        **kw,
+        M, "H200", with_lengths(t, input_len=isl, output_len=osl), **kw
     )
     assert (
         np.quantile(mean.ttft_s, 0.9) <= 2.0 and np.nanquantile(mean.tbt_s, 0.9) <= 0.05
@@ -316,4 +308,40 @@ def test_a_mixture_of_experts_is_not_replayed() -> None:
             decode_nodes=1,
             rate=1.0,
             decode_tp=0,
+        )
+
+
+def test_a_trace_at_fixed_lengths_keeps_its_arrivals_and_blocks() -> None:
+    from helpers.traces import with_lengths
+
+    t = _trace([1024, 9000], [4, 40])
+    fixed = with_lengths(t, input_len=2048, output_len=16)
+    assert fixed.input_lengths.tolist() == [2048, 2048]
+    assert fixed.output_lengths.tolist() == [16, 16]
+    assert (fixed.offsets == t.offsets).all() and (fixed.block_ids == t.block_ids).all()
+    assert (fixed.arrival_s == t.arrival_s).all()
+    with pytest.raises(ValueError, match="input_len"):
+        with_lengths(t, input_len=0, output_len=16)
+
+
+def test_replay_candidate_refuses_a_mixture_of_experts() -> None:
+    from helpers import planner
+
+    p = planner.plan(
+        "llama-3-8b",
+        "H100",
+        n_gpus=8,
+        input_len=1024,
+        output_len=64,
+        ttft_slo_s=2,
+        tbt_slo_s=0.05,
+    )
+    with pytest.raises(ValueError, match="model"):
+        planner.replay_candidate(
+            "deepseek-v3",
+            "H100",
+            p.best,
+            _trace([1024], [4]),
+            ttft_slo_s=2,
+            tbt_slo_s=0.05,
         )
