@@ -276,6 +276,36 @@ class _Work:
     ttft: float
     tbt: float
     network: Link
+    # each prompt's uncached tokens over the mean, in equal-probability bins
+    # (a trace's spread; one bin of 1.0 without a trace: every prompt the mean)
+    prompt_shape: tuple[float, ...] = (1.0,)
+
+    def uncached(self) -> list[int]:
+        """Uncached prompt tokens of each bin of :attr:`prompt_shape` (the mean is ``isl - hit``)."""
+        mean = self.isl - self.hit
+        return [max(1, round(mean * f)) for f in self.prompt_shape]
+
+
+PROMPT_BINS = 100
+"""Equal-probability bins a trace's prompt lengths are summarised in (the p90 falls on a bin edge)."""
+
+
+def prompt_shape(uncached_tokens: Any, *, bins: int = PROMPT_BINS) -> tuple[float, ...]:
+    """A trace's uncached prompt lengths as ``bins`` equal-count bin means over the overall mean.
+
+    The planner's TTFT queue prices each bin's prefill (the trace gives the
+    spread; ``input_len`` and the cache's hits give the mean). Sorted; the
+    values average 1 up to the remainder of an uneven split.
+    """
+    import numpy as np
+
+    u = np.sort(np.asarray(uncached_tokens, dtype=float))
+    if u.size == 0 or np.any(u <= 0):
+        raise ValueError("uncached_tokens: need one or more positive token counts")
+    bins = _args.positive_int("bins", bins)
+    parts = np.array_split(u, min(bins, u.size))
+    mean = float(u.mean())
+    return tuple(float(part.mean()) / mean for part in parts)
 
 
 def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
@@ -316,7 +346,7 @@ def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
 
 
 def _prefill_service(w: _Work, tp: int, ep: int) -> tuple[float, int]:
-    """(seconds one prompt takes, prompts served at once) on one prefill instance."""
+    """(seconds the mean prompt takes, prompts served at once) on one prefill instance."""
     t = serving.measured_step_time(
         w.model,
         0,
@@ -329,6 +359,18 @@ def _prefill_service(w: _Work, tp: int, ep: int) -> tuple[float, int]:
     return t, ep  # under EP every rank prefills its own prompt
 
 
+def _prefill_services(w: _Work, tp: int, ep: int) -> list[float]:
+    """Seconds each bin of the prompt spread takes to prefill on one prefill instance."""
+    if w.prompt_shape == (1.0,):
+        return [_prefill_service(w, tp, ep)[0]]
+    return [
+        serving.measured_step_time(
+            w.model, 0, w.acc, batch=0, chunk=u, prefix=w.hit, **_opts(w, tp, ep)
+        )
+        for u in w.uncached()
+    ]
+
+
 def _transfer_s(w: _Work, size: int) -> float:
     """Seconds to ship one prompt's KV cache to the decode pool over one NIC per GPU."""
     from .kvcache import transfer_time
@@ -339,24 +381,41 @@ def _transfer_s(w: _Work, size: int) -> float:
 
 
 def _prefill_pool(w: _Work, tp: int, ep: int) -> tuple[float, float, str]:
-    """(requests/s one prefill instance serves within the TTFT target, p90 TTFT there, binding)."""
-    service, parallel = _prefill_service(w, tp, ep)
+    """(requests/s one prefill instance serves within the TTFT target, p90 TTFT there, binding).
+
+    The queue is M/G/1 over the prompt spread (M/D/1 without a trace); the
+    instance as one server of service ``S / parallel``, each request's TTFT
+    its wait plus its own prefill plus the KV shipment.
+    """
+    services = _prefill_services(w, tp, ep)
+    parallel = ep
     ship = _transfer_s(w, tp * ep)
     budget = w.ttft - ship
-    if budget <= service:
+    alone = queueing.mg1_sojourn_quantile(
+        services, 0.0, TTFT_QUANTILE, servers=parallel
+    )
+    if budget <= alone:
         why = (
             "link bandwidth (KV shipment)"
-            if ship > service
+            if ship > alone
             else "TTFT target (one prefill)"
+            if len(services) == 1
+            else "TTFT target (the longest prompts' prefill)"
         )
-        return 0.0, service + ship, why
-    # the instance as one server of service D / parallel; the TTFT is D plus the wait
-    rho = queueing.md1_max_utilisation_quantile(
-        service / parallel,
-        budget - service + service / parallel,
-        quantile=TTFT_QUANTILE,
-    )
-    rate = rho * parallel / service
+        return 0.0, alone + ship, why
+    if len(services) == 1:  # the closed form, as before spreads were priced
+        service = services[0]
+        rho = queueing.md1_max_utilisation_quantile(
+            service / parallel,
+            budget - service + service / parallel,
+            quantile=TTFT_QUANTILE,
+        )
+        rate = rho * parallel / service
+    else:
+        rate = queueing.mg1_max_rate(
+            services, budget, quantile=TTFT_QUANTILE, servers=parallel
+        )
+        rho = rate * sum(services) / len(services) / parallel
     return rate, w.ttft, f"TTFT target (prefill queue at {rho:.0%} load)"
 
 
@@ -457,11 +516,9 @@ def _aggregated(
             if found is None:
                 return None
             b_op, t_op, t_slow = found
-            service = steps * t_op
-            rho = lam * service
-            if rho >= 1:
+            ttft = _chunked_ttft(w, tp, ep, b_op, chunk, t_op, lam)
+            if not math.isfinite(ttft):
                 return None
-            ttft = service + queueing.md1_wait_quantile(service, rho, TTFT_QUANTILE)
             return b_op, t_op, t_slow, ttft
 
         full = _smallest_batch(w, tp, ep, 0.0, chunk=chunk, prefix=prefix, cap=b)
@@ -562,6 +619,52 @@ def _smallest_batch(
     return b, step(b, context), step(b, serving.tail_context(context, w.context_std, b))
 
 
+def _chunked_ttft(
+    w: _Work, tp: int, ep: int, batch: int, chunk: int, step_s: float, lam: float
+) -> float:
+    """p90 TTFT (s) of a co-located rank taking ``lam`` prompts/s in chunks, one per step.
+
+    ``step_s``: the step that carries a chunk of the mean prompt at
+    ``batch``. Each prompt takes as many steps as it has chunks; the rank's
+    queue of prompts is M/G/1 over the prompt spread (M/D/1 without a
+    trace); ``inf`` at saturation. With a spread, a prompt's chunk steps are
+    priced at its own mean prefix: a chunk attends to every token before it,
+    so a long prompt's chunks cost more than the mean prompt's (the step's
+    time is linear in the prefix; its slope is priced from a second step).
+    """
+    uncached = w.uncached()
+    if len(uncached) == 1:
+        services = [math.ceil(uncached[0] / chunk) * step_s]
+    else:
+        mean = w.isl - w.hit
+        at = max(0, mean - chunk) // 2 + w.hit  # the prefix step_s is priced at
+        far = at + 16 * chunk
+        slope = (
+            serving.measured_step_time(
+                w.model,
+                inference.mean_decode_context(w.isl, w.osl),
+                w.acc,
+                batch=batch,
+                chunk=chunk,
+                prefix=far,
+                **_opts(w, tp, ep),
+            )
+            - step_s
+        ) / (far - at)
+        services = []
+        for u in uncached:
+            n = math.ceil(u / chunk)
+            own = w.hit + (n - 1) * chunk / 2  # the mean prefix of its chunks
+            services.append(n * max(step_s, step_s + slope * (own - at)))
+    if len(services) == 1:
+        service = services[0]
+        rho = lam * service
+        if rho >= 1:
+            return math.inf
+        return service + queueing.md1_wait_quantile(service, rho, TTFT_QUANTILE)
+    return queueing.mg1_sojourn_quantile(services, lam, TTFT_QUANTILE)
+
+
 def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
     """(batch, p90 TTFT s, p90 TBT s) of candidate ``c`` serving ``rate`` requests/s."""
     q = TTFT_QUANTILE
@@ -585,11 +688,11 @@ def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
         if found is None:
             return c.batch, math.inf, math.inf
         b, t, t_slow = found
-        service = math.ceil(uncached / c.chunk) * t
-        rho = per_rank * service
-        if rho >= 1:
+        steps = [math.ceil(u / c.chunk) for u in w.uncached()]
+        rho = per_rank * t * sum(steps) / len(steps)  # share of steps carrying a chunk
+        ttft = _chunked_ttft(w, c.tp, c.ep, b, c.chunk, t, per_rank)
+        if not math.isfinite(ttft):
             return b, math.inf, t_slow
-        ttft = service + queueing.md1_wait_quantile(service, rho, q)
         if (
             rho < 1 - q
         ):  # fewer than one step in ten carries a chunk: the slow interval is a plain step
@@ -598,12 +701,14 @@ def _at_rate(w: _Work, c: Candidate, rate: float) -> tuple[int, float, float]:
             )
             t_slow = plain[2] if plain is not None else t_slow
         return b, ttft, t_slow
-    service, parallel = _prefill_service(w, c.prefill_tp, c.prefill_ep)
-    rho = rate / c.prefill_instances * service / parallel
-    if rho >= 1:
-        return c.batch, math.inf, math.inf
+    services = _prefill_services(w, c.prefill_tp, c.prefill_ep)
+    parallel = c.prefill_ep
     ship = _transfer_s(w, c.prefill_size)
-    ttft = service + ship + queueing.md1_wait_quantile(service / parallel, rho, q)
+    ttft = ship + queueing.mg1_sojourn_quantile(
+        services, rate / c.prefill_instances, q, servers=parallel
+    )
+    if not math.isfinite(ttft):
+        return c.batch, math.inf, math.inf
     ranks = c.ep if c.ep > 1 else 1
     found = _smallest_batch(
         w,
@@ -787,6 +892,7 @@ def plan(
     tbt_slo_s: float,
     rate: float | None = None,
     trace: Any = None,
+    kv_tiers: bool = True,
     hit_rate: float | None = None,
     gpu_hour_usd: float | None = None,
     network: str | Link | None = None,
@@ -810,7 +916,12 @@ def plan(
     rate : float, optional
         Requests per second to serve; ``None``: the most the GPUs serve within the targets.
     trace : Trace, path or name, optional
-        A request trace whose prefix reuse sizes the KV tiers.
+        A request trace: its prefix reuse sizes the KV tiers, the spread of its
+        prompts prices the TTFT queue (M/G/1, :func:`helpers.queueing.mg1_sojourn_quantile`)
+        and its contexts the slow decode step; the plan is replayed with it.
+    kv_tiers : bool
+        With a trace, ``False`` plans without KV tiers (every prompt prefilled
+        in full), to see what the tiers buy on the same trace.
     hit_rate : float, optional
         A measured share of prompt tokens served from cache (instead of a trace), in [0, 1).
     gpu_hour_usd : float, optional
@@ -845,12 +956,22 @@ def plan(
     link = get_link(network if network is not None else "cx7")
     w = _Work(m, device, dtype, isl, osl, 0, osl / math.sqrt(12), ttft, tbt, link)
     tier_rows: list[TierRow] = []
+    hits: Any = None
     if trace is not None:
         from .traces import Trace, load_trace
 
         trace = trace if isinstance(trace, Trace) else load_trace(trace)
         hit, tier_rows, spread = _tier_plan(w, trace, n_gpus)
-        w = replace(w, hit=hit, context_std=spread)
+        if not kv_tiers:
+            hit, tier_rows = 0, []
+        hits = _trace_hits(trace, tier_rows)
+        uncached = trace.input_lengths - (0 if hits is None else hits)
+        w = replace(
+            w,
+            hit=hit,
+            context_std=spread,
+            prompt_shape=prompt_shape(uncached.clip(min=1)),
+        )
     elif hit_rate is not None:
         share = _args.non_negative("hit_rate", hit_rate)
         if share >= 1:
@@ -883,7 +1004,7 @@ def plan(
         )
     flags = engine_flags(best, m, dtype=dtype)
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
-    checked = _replay_check(w, best, trace, tier_rows) if trace is not None else None
+    checked = _replay_check(w, best, trace, hits) if trace is not None else None
     return Plan(
         best.mode,
         best.prefill_gpus,
@@ -986,16 +1107,20 @@ def replay_candidate(
     )
 
 
-def _replay_check(
-    w: _Work, best: Candidate, trace: Any, tiers: Sequence[TierRow]
-) -> ReplayCheck | None:
-    """``best`` replayed (:func:`replay_candidate`), hits from the paying tiers; ``None`` for experts."""
+def _trace_hits(trace: Any, tiers: Sequence[TierRow]) -> Any:
+    """Each request's cached prompt tokens in an LRU cache the size of the paying tiers (``None``: none pay)."""
     from .cachesim import simulate_prefix_cache
 
+    paying = sum(t.capacity_tokens for t in tiers if t.verdict == "transfer")
+    return simulate_prefix_cache(trace, paying).hit_tokens if paying else None
+
+
+def _replay_check(
+    w: _Work, best: Candidate, trace: Any, hits: Any
+) -> ReplayCheck | None:
+    """``best`` replayed (:func:`replay_candidate`) with each request's ``hits``; ``None`` for experts."""
     if w.model.moe is not None:
         return None
-    paying = sum(t.capacity_tokens for t in tiers if t.verdict == "transfer")
-    hits = simulate_prefix_cache(trace, paying).hit_tokens if paying else None
     return replay_candidate(
         w.model,
         w.acc,
@@ -1126,6 +1251,16 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
             "  replayed    : not replayed (a mixture of experts: its expert-parallel step is priced "
             "at an operating point, not replayed)"
         )
+    means: tuple[float, float] | None = getattr(args, "trace_means", None)
+    other_means = means is not None and (
+        abs(args.isl / means[0] - 1) > 0.1 or abs(args.osl / means[1] - 1) > 0.1
+    )
+    if other_means and means is not None:
+        lines.append(
+            f"  NOTE        : the trace's mean request is {means[0]:,.0f} in / {means[1]:,.0f} out; the "
+            "plan takes the trace's spread around --isl and --osl, the replay the trace as it is "
+            "(leave --isl and --osl out to take the trace's means)"
+        )
     if p.replayed is not None:
         r = p.replayed
         lines.append(
@@ -1134,8 +1269,14 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         )
         if not r.meets:
             lines.append(
-                "  WARNING     : the replay misses a target; the plan is sized for the mean request "
-                "and the trace's long ones set its percentiles (Chapter 13, 'A second opinion')"
+                "  WARNING     : the replay misses a target"
+                + (
+                    ": it runs the trace's own lengths, which the plan was not sized for (see NOTE)"
+                    if other_means
+                    else ". The planner's queue prices the trace's prompt spread in closed form "
+                    "(M/G/1), the replay runs it request by request; ask for a lower --rate, or "
+                    "see Chapter 13, 'A second opinion'"
+                )
             )
     lines.append("Engine flags:")
     for name, flags in p.engine_flags.items():
@@ -1154,8 +1295,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--gpu", required=True, help="catalog GPU, e.g. H100, H200, A100")
     ap.add_argument("--gpus", type=int, required=True, help="GPUs available")
-    ap.add_argument("--isl", type=int, required=True, help="mean prompt tokens")
-    ap.add_argument("--osl", type=int, required=True, help="mean output tokens")
+    ap.add_argument(
+        "--isl", type=int, help="mean prompt tokens (default with --trace: the trace's)"
+    )
+    ap.add_argument(
+        "--osl", type=int, help="mean output tokens (default with --trace: the trace's)"
+    )
     ap.add_argument("--ttft", type=float, required=True, help="p90 TTFT target, s")
     ap.add_argument("--tbt", type=float, required=True, help="p90 TBT target, s")
     ap.add_argument(
@@ -1166,6 +1311,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--hit-rate", type=float, help="share of prompt tokens served from cache"
+    )
+    ap.add_argument(
+        "--no-kv-tiers",
+        action="store_true",
+        help="with --trace: plan without KV tiers, every prompt prefilled in full",
     )
     ap.add_argument("--price", type=float, help="USD per GPU-hour")
     ap.add_argument("--dtype", default="bf16", help="weights and KV dtype (bf16, fp8)")
@@ -1178,6 +1328,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _option_for(message: str) -> str:
     for key, opt in (
+        ("(--isl)", "--isl"),
+        ("(--osl)", "--osl"),
         ("no layout", "--ttft/--tbt"),
         ("accelerator", "--gpu"),
         ("model", "--model"),
@@ -1204,6 +1356,25 @@ def main(*, argv: Sequence[str] | None = None) -> int:
     try:
         if args.network is not None:
             get_link(args.network)
+        args.trace_means = None
+        if args.trace is not None:
+            from .traces import load_trace
+
+            tr = load_trace(args.trace)
+            args.trace_means = (
+                float(tr.input_lengths.mean()),
+                float(tr.output_lengths.mean()),
+            )
+            if args.isl is None:
+                args.isl = max(1, round(args.trace_means[0]))
+            if args.osl is None:
+                args.osl = max(1, round(args.trace_means[1]))
+        for opt, value in (("--isl", args.isl), ("--osl", args.osl)):
+            if value is None:
+                what = "prompt" if opt == "--isl" else "output"
+                raise ValueError(
+                    f"give the mean {what} tokens ({opt}), or a --trace to take them from"
+                )
         p = plan(
             args.model,
             args.gpu,
@@ -1214,6 +1385,7 @@ def main(*, argv: Sequence[str] | None = None) -> int:
             tbt_slo_s=args.tbt,
             rate=args.rate,
             trace=args.trace,
+            kv_tiers=not args.no_kv_tiers,
             hit_rate=args.hit_rate,
             gpu_hour_usd=args.price,
             network=args.network,

@@ -14,11 +14,23 @@ as ``rho -> 1``, so a TTFT target caps how busy a prefill instance may be.
 
 The formula lives in :func:`md1_mean_wait`; :func:`md1_max_utilisation`
 inverts it for a target. Units: seconds; utilisations are fractions.
+
+Prompts are not all the same length, and a percentile target is set by the
+long ones twice over: a long prompt's own prefill is long, and the prompts
+behind it wait for it. :func:`mg1_sojourn_quantile` prices both from a
+sample of service times (M/G/1: the Pollaczek-Khinchine mean wait
+``R E[S^2] / (2 (1 - rho))``, the same tail shape as
+:func:`md1_wait_quantile`, and each request's own service added), and
+:func:`mg1_max_rate` inverts it for a target. With one service time they
+give the M/D/1 values exactly.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 from . import _args
 
@@ -148,9 +160,141 @@ def md1_max_utilisation_quantile(
     return lo
 
 
+def _services(service_s: Sequence[float] | np.ndarray | float) -> np.ndarray:
+    s = np.atleast_1d(np.asarray(service_s, dtype=float))
+    if s.size == 0 or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(
+            f"service_s must be one or more positive, finite seconds, got {service_s!r}"
+        )
+    return s
+
+
+def mg1_sojourn_quantile(
+    service_s: Sequence[float] | np.ndarray | float,
+    rate: float,
+    quantile: float,
+    *,
+    servers: int = 1,
+) -> float:
+    """Seconds from arrival to the end of service that a share ``quantile`` of requests does not exceed.
+
+    An M/G/1 queue: Poisson arrivals at ``rate`` per second, each request's
+    service drawn from ``service_s`` (equally likely values: a trace's
+    prefill times, or a sample of them). The mean wait is the
+    Pollaczek-Khinchine ``W = R E[S^2] / (2 (1 - rho))`` with
+    ``rho = R E[S]`` (Kleinrock, *Queueing Systems* I, 1975, Eq. 5.63); the
+    wait's tail takes the shape :func:`md1_wait_quantile` takes,
+    ``P(wait > t) = rho exp(-t rho / W)``. A request's time is its wait plus
+    its own service, the wait independent of it, so
+    ``P(T > x) = mean_i P(wait > x - S_i)``, solved for ``1 - quantile`` by
+    bisection. With a single service time this is
+    ``D + md1_wait_quantile(D, rho, quantile)``.
+
+    Parameters
+    ----------
+    service_s : float or sequence of float
+        Seconds of service, each > 0.
+    rate : float
+        Arrivals per second (>= 0); ``rho`` must stay below 1.
+    quantile : float
+        In (0, 1), e.g. 0.9 for a p90 target.
+    servers : int
+        Prompts an instance serves at once, each in its own service time
+        (expert-parallel ranks): the queue is taken as one server of service
+        ``S / servers``, the approximation the planner uses for equal prompts.
+
+    Returns
+    -------
+    float
+        Seconds; ``inf`` when ``rho >= 1``.
+
+    Examples
+    --------
+    One service time gives the M/D/1 value; a spread of the same mean gives more:
+
+    >>> round(mg1_sojourn_quantile(1.0, 0.8, 0.9), 2)
+    6.2
+    >>> mg1_sojourn_quantile([0.5, 0.5, 0.5, 2.5], 0.8, 0.9) > 6.2
+    True
+    """
+    s = _services(service_s)
+    rate = _args.non_negative("rate", rate)
+    servers = _args.positive_int("servers", servers)
+    q = _args.fraction_below_one("quantile", quantile)
+    if q <= 0:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile}")
+    queue = s / servers
+    rho = rate * float(queue.mean())
+    if rho >= 1:
+        return math.inf
+    if s.size == 1 or float(s.min()) == float(s.max()):
+        d = float(s[0])
+        if rho <= 0:
+            return d
+        return d + md1_wait_quantile(float(queue[0]), rho, q)
+    if rho <= 0:
+        return float(np.quantile(s, q, method="inverted_cdf"))
+    mean_wait = rate * float((queue**2).mean()) / (2 * (1 - rho))
+    decay = rho / mean_wait  # per second
+
+    def beyond(x: float) -> float:
+        t = x - s
+        return float(
+            np.where(t < 0, 1.0, rho * np.exp(-decay * np.maximum(t, 0))).mean()
+        )
+
+    lo, hi = (
+        float(s.min()),
+        float(s.max()) + mean_wait / rho * math.log(rho / (1 - q)) + 1e-12,
+    )
+    hi = max(hi, lo)
+    while beyond(hi) > 1 - q:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if beyond(mid) > 1 - q:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def mg1_max_rate(
+    service_s: Sequence[float] | np.ndarray | float,
+    target_s: float,
+    *,
+    quantile: float = 0.9,
+    servers: int = 1,
+) -> float:
+    """Highest arrival rate (per second) at which :func:`mg1_sojourn_quantile` stays within ``target_s``.
+
+    0 when even an empty queue misses the target (the ``quantile`` of the
+    services alone exceeds it). Found by bisection: the quantile grows with
+    the rate.
+
+    >>> round(mg1_max_rate(0.2, 0.4, quantile=0.9), 2)
+    1.8
+    """
+    s = _services(service_s)
+    target_s = _args.positive("target_s", target_s)
+    servers = _args.positive_int("servers", servers)
+    if mg1_sojourn_quantile(s, 0.0, quantile, servers=servers) > target_s:
+        return 0.0
+    lo, hi = 0.0, servers / float(s.mean())
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if mg1_sojourn_quantile(s, mid, quantile, servers=servers) <= target_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 __all__ = [
     "md1_max_utilisation",
     "md1_max_utilisation_quantile",
     "md1_mean_wait",
     "md1_wait_quantile",
+    "mg1_max_rate",
+    "mg1_sojourn_quantile",
 ]

@@ -94,3 +94,91 @@ def test_distserve_fig1_figures():
     assert pair / fig1["colocated_rps"] == pytest.approx(2.1, abs=0.05)
     assert fig1["prompt_tokens"] == 512 and fig1["output_tokens"] == 64
     assert fig1["ttft_slo_s"] == 0.4 and fig1["tpot_slo_s"] == 0.04
+
+
+# ---------------------------------------------------------------------------
+# M/G/1: prompts of unequal length
+# ---------------------------------------------------------------------------
+
+
+def _simulated_p90(services, rate, n=60_000, seed=0):
+    """p90 time in system of a simulated FCFS single-server queue (the check, not the model)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1 / rate, n))
+    service = rng.choice(np.asarray(services, dtype=float), n)
+    free, times = 0.0, np.empty(n)
+    for i in range(n):
+        start = max(arrivals[i], free)
+        free = start + service[i]
+        times[i] = free - arrivals[i]
+    return float(np.quantile(times[n // 50 :], 0.9))
+
+
+def test_one_service_time_is_the_md1_closed_form():
+    """With every request the same, the M/G/1 quantile is D plus the M/D/1 wait quantile."""
+    for rho in (0.05, 0.3, 0.8, 0.95):
+        want = 0.4 + queueing.md1_wait_quantile(0.4, rho, 0.9)
+        got = queueing.mg1_sojourn_quantile([0.4, 0.4, 0.4], rho / 0.4, 0.9)
+        assert got == pytest.approx(want)
+    assert queueing.mg1_max_rate(0.2, 0.4) == pytest.approx(
+        queueing.md1_max_utilisation_quantile(0.2, 0.4) / 0.2, rel=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "services",
+    [
+        [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 5.5],  # one long prompt in ten
+        [0.5 + 0.02 * k for k in range(51)],  # a narrow spread
+        [0.05 * 1.08**k for k in range(60)],  # a long geometric tail, CV about 1.2
+    ],
+)
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.85])
+def test_the_quantile_matches_a_simulated_queue(services, rho):
+    """Within 8 % of a simulated FCFS queue on three spreads at three loads (measured: within 5 %)."""
+    rate = rho / (sum(services) / len(services))
+    model = queueing.mg1_sojourn_quantile(services, rate, 0.9)
+    assert model == pytest.approx(_simulated_p90(services, rate), rel=0.08)
+
+
+def test_a_spread_costs_more_than_its_mean_and_the_mean_alone_is_far_off():
+    """A long prompt in ten: the p90 is over twice what equal prompts of the same mean give."""
+    services = [0.5] * 9 + [5.5]  # mean 1 s
+    for rho in (0.3, 0.6, 0.85):
+        spread = queueing.mg1_sojourn_quantile(services, rho, 0.9)
+        equal = queueing.mg1_sojourn_quantile(1.0, rho, 0.9)
+        assert spread > 2 * equal
+    assert queueing.mg1_max_rate(services, 10.0) < queueing.mg1_max_rate(1.0, 10.0)
+
+
+def test_the_max_rate_inverts_the_quantile_and_is_zero_when_service_alone_misses():
+    services = [0.1, 0.2, 0.4, 1.6]
+    rate = queueing.mg1_max_rate(services, 3.0)
+    assert queueing.mg1_sojourn_quantile(services, rate, 0.9) == pytest.approx(
+        3.0, rel=1e-6
+    )
+    assert (
+        queueing.mg1_max_rate(services, 1.0) == 0.0
+    )  # a tenth of requests need 1.6 s alone
+    assert queueing.mg1_sojourn_quantile(services, 0.0, 0.9) == 1.6
+    # servers: each of two ranks serves its own prompt, so the queue drains twice as fast
+    assert queueing.mg1_max_rate(services, 3.0, servers=2) > rate
+    assert queueing.mg1_sojourn_quantile(services, 10.0, 0.9) == math.inf
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: queueing.mg1_sojourn_quantile([], 1.0, 0.9), "service_s"),
+        (lambda: queueing.mg1_sojourn_quantile([0.1, -1.0], 1.0, 0.9), "service_s"),
+        (lambda: queueing.mg1_sojourn_quantile([0.1], -1.0, 0.9), "rate"),
+        (lambda: queueing.mg1_sojourn_quantile([0.1], 1.0, 1.5), "quantile"),
+        (lambda: queueing.mg1_sojourn_quantile([0.1], 1.0, 0.9, servers=0), "servers"),
+        (lambda: queueing.mg1_max_rate([0.1], 0.0), "target_s"),
+    ],
+)
+def test_bad_input_to_the_spread_queue_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
