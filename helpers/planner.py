@@ -66,6 +66,7 @@ __all__ = [
     "pool_throughputs",
     "published_comparison",
     "plan",
+    "prompt_shape",
     "resolve_model",
     "usd_per_million_tokens",
 ]
