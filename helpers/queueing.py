@@ -182,7 +182,7 @@ def mg1_sojourn_quantile(
     service drawn from ``service_s`` (equally likely values: a trace's
     prefill times, or a sample of them). The mean wait is the
     Pollaczek-Khinchine ``W = R E[S^2] / (2 (1 - rho))`` with
-    ``rho = R E[S]`` (Kleinrock, *Queueing Systems*, Vol. I, 1975, Chapter 5, "The Queue M/G/1"); the
+    ``rho = R E[S]`` (Kleinrock, *Queueing Systems*, Vol. I, 1975, "The Queue M/G/1"); the
     wait's tail takes the shape :func:`md1_wait_quantile` takes,
     ``P(wait > t) = rho exp(-t rho / W)``. A request's time is its wait plus
     its own service, the wait independent of it, so
