@@ -261,6 +261,11 @@ def test_chapter_13s_plan_misses_its_ttft_on_the_traces_own_lengths() -> None:
         M, 0, "H200", batch=0, chunk=long, tp=4, terms=serving.STEP_TERMS
     )
     assert 1.8 < alone < 2.2
+    # Question 6's solution: on eight GPUs, about 1.2 s by the step model, more than half
+    eight = serving.measured_step_time(
+        M, 0, "H200", batch=0, chunk=long, tp=8, terms=serving.STEP_TERMS
+    )
+    assert alone / 2 < eight < 1.35 < 2.0
 
 
 def test_a_mixture_of_experts_is_not_replayed() -> None:
