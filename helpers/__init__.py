@@ -43,7 +43,8 @@ Modules, one concept each (``helpers.MODULES`` lists them by kind):
 * :mod:`helpers.serving` -- serving under TTFT and TBT targets: a decode
   step with a prefill chunk, goodput, the prefill-to-decode ratio
 * :mod:`helpers.queueing` -- DistServe's M/D/1 queue in front of a prefill
-  instance: the mean wait, and the utilisation a TTFT target allows
+  instance: the mean wait, and the utilisation a TTFT target allows; the
+  M/G/1 queue of prompts of unequal length (a trace's prefill times)
 * :mod:`helpers.kvcache` -- moving a KV cache: transfer against recompute,
   break-even, Mooncake's bandwidth threshold
 * :mod:`helpers.tiers` -- a tiered KV cache and layer-wise prefetching

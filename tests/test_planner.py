@@ -834,3 +834,16 @@ def test_the_chapter_case_priced_with_its_trace_replays_within_its_targets() -> 
             assert 0.85 * c.ttft_p90_s <= r.ttft_p90_s <= c.ttft_p90_s
     with_tiers = planner.plan("llama-3-70b", "H200", trace=t, **case)
     assert with_tiers.replayed is not None and with_tiers.replayed.meets
+
+
+def test_the_command_plans_without_kv_tiers_when_asked(capsys) -> None:
+    """--no-kv-tiers plans the same trace with every prompt prefilled in full: no tiers line."""
+    argv = [
+        "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--ttft", "2", "--tbt", "0.05",
+        "--trace", "tiny",
+    ]  # fmt: skip
+    assert planner.main(argv=argv) == 0
+    assert "KV tiers    :" in capsys.readouterr().out
+    assert planner.main(argv=argv + ["--no-kv-tiers"]) == 0
+    out = capsys.readouterr().out
+    assert "KV tiers    :" not in out and "replayed    :" in out
