@@ -1260,6 +1260,11 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
             "  replayed    : not replayed (a mixture of experts: its expert-parallel step is priced "
             "at an operating point, not replayed)"
         )
+    if getattr(args, "trace", None) is None:
+        lines.append(
+            "  NOTE        : every request is taken as the mean one; percentile targets on prompts "
+            "of unequal length need --trace (Chapter 13, 'A second opinion')"
+        )
     means: tuple[float, float] | None = getattr(args, "trace_means", None)
     other_means = means is not None and (
         abs(args.isl / means[0] - 1) > 0.1 or abs(args.osl / means[1] - 1) > 0.1

@@ -723,6 +723,8 @@ def test_a_plan_from_a_trace_is_replayed_with_the_traces_own_lengths() -> None:
         ]  # fmt: skip
     )
     assert "not replayed" in planner._report(bare, args)
+    args.trace = None
+    assert "need --trace" in planner._report(bare, args)
     check = planner.ReplayCheck(3.0, 0.02, 2.0, 0.05, "test")
     assert not check.meets and planner.ReplayCheck(1.0, 0.02, 2.0, 0.05, "test").meets
 
