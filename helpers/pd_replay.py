@@ -227,8 +227,9 @@ def prefill_max_rate(
     """The highest Poisson rate (requests/s) at which the replayed TTFT's ``quantile`` meets ``ttft_slo_s``.
 
     The prefill pool alone, the trace's own prompts (:func:`prefill_ttft`);
-    bisection to 0.1 %. The planner's queue (:mod:`helpers.queueing`) gives
-    every prompt the price of the mean prompt; this gives each its own.
+    bisection to 0.1 %. Each prompt is priced at its own length and goes to
+    the first free server; the planner's queue (:mod:`helpers.queueing`)
+    prices equal prompts, or a trace's spread, on each instance alone.
     """
     _args.positive("ttft_slo_s", ttft_slo_s)
     _args.fraction_below_one("quantile", quantile)

@@ -361,9 +361,7 @@ def _prefill_service(w: _Work, tp: int, ep: int) -> tuple[float, int]:
 
 
 def _prefill_services(w: _Work, tp: int, ep: int) -> list[float]:
-    """Seconds each bin of the prompt spread takes to prefill on one prefill instance."""
-    if w.prompt_shape == (1.0,):
-        return [_prefill_service(w, tp, ep)[0]]
+    """Seconds each bin of the prompt spread takes to prefill on one prefill instance (one bin: the mean prompt)."""
     return [
         serving.measured_step_time(
             w.model, 0, w.acc, batch=0, chunk=u, prefix=w.hit, **_opts(w, tp, ep)
@@ -404,19 +402,10 @@ def _prefill_pool(w: _Work, tp: int, ep: int) -> tuple[float, float, str]:
             else "TTFT target (the longest prompts' prefill)"
         )
         return 0.0, alone + ship, why
-    if len(services) == 1:  # the closed form, as before spreads were priced
-        service = services[0]
-        rho = queueing.md1_max_utilisation_quantile(
-            service / parallel,
-            budget - service + service / parallel,
-            quantile=TTFT_QUANTILE,
-        )
-        rate = rho * parallel / service
-    else:
-        rate = queueing.mg1_max_rate(
-            services, budget, quantile=TTFT_QUANTILE, servers=parallel
-        )
-        rho = rate * sum(services) / len(services) / parallel
+    rate = queueing.mg1_max_rate(
+        services, budget, quantile=TTFT_QUANTILE, servers=parallel
+    )
+    rho = rate * sum(services) / len(services) / parallel
     return rate, w.ttft, f"TTFT target (prefill queue at {rho:.0%} load)"
 
 
@@ -648,6 +637,7 @@ def _chunked_ttft(
         mean = w.isl - w.hit
         at = max(0, mean - chunk) // 2 + w.hit  # the prefix step_s is priced at
         far = at + 16 * chunk
+        # the step is linear in the prefix, so any second prefix gives its slope
         slope = (
             serving.measured_step_time(
                 w.model,
@@ -665,12 +655,6 @@ def _chunked_ttft(
             n = math.ceil(u / chunk)
             own = w.hit + (n - 1) * chunk / 2  # the mean prefix of its chunks
             services.append(n * max(step_s, step_s + slope * (own - at)))
-    if len(services) == 1:
-        service = services[0]
-        rho = lam * service
-        if rho >= 1:
-            return math.inf
-        return service + queueing.md1_wait_quantile(service, rho, TTFT_QUANTILE)
     return queueing.mg1_sojourn_quantile(services, lam, TTFT_QUANTILE)
 
 
@@ -1523,12 +1507,13 @@ def _operating_point(row: dict[str, str]) -> dict[str, int]:
     return out
 
 
-def deployment_plan(row: dict[str, str]) -> Plan:
+def deployment_plan(row: dict[str, str], *, trace: Any = None) -> Plan:
     """The planner's own plan, from scratch, for a published deployment's GPUs, workload and targets.
 
     ``row``: one row of :func:`load_deployments` (its model, GPU, GPU count,
     mean lengths, cache hit rate, precision and the two targets); the
-    published layout is not used.
+    published layout is not used. ``trace``: plan from the source's trace
+    instead (its spread and its own reuse, not the row's hit rate).
     """
     return plan(
         resolve_model(row["model"]),
@@ -1538,7 +1523,8 @@ def deployment_plan(row: dict[str, str]) -> Plan:
         output_len=int(row["output_len"]),
         ttft_slo_s=float(row["ttft_slo_s"]),
         tbt_slo_s=float(row["tbt_slo_s"]),
-        hit_rate=float(row["hit_rate"]) or None,
+        hit_rate=None if trace is not None else float(row["hit_rate"]) or None,
+        trace=trace,
         dtype=row["dtype"],
     )
 

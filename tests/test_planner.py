@@ -10,6 +10,20 @@ from hypothesis import strategies as st
 
 from helpers import inference, llm, papers, planner, queueing, serving, steps, tiers
 
+SMALL_ARGV = [
+    "--model",
+    "llama-3-8b",
+    "--gpu",
+    "H100",
+    "--gpus",
+    "8",
+    "--ttft",
+    "2",
+    "--tbt",
+    "0.05",
+]
+"""The command's options for a small model on one server, without lengths or a trace."""
+
 
 def test_small_model_fits_one_gpu_and_plans_tp1() -> None:
     p = planner.plan(
@@ -703,24 +717,7 @@ def test_a_plan_from_a_trace_is_replayed_with_the_traces_own_lengths() -> None:
     bare = planner.plan("llama-3-8b", "H100", **kw)
     assert bare.replayed is None
     args = planner._parser().parse_args(
-        [
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            "H100",
-            "--gpus",
-            "8",
-            "--isl",
-            "4096",
-            "--osl",
-            "256",
-            "--ttft",
-            "2",
-            "--tbt",
-            "0.05",
-            "--trace",
-            "tiny",
-        ]  # fmt: skip
+        SMALL_ARGV + ["--isl", "4096", "--osl", "256", "--trace", "tiny"]
     )
     assert "not replayed" in planner._report(bare, args)
     args.trace = None
@@ -734,10 +731,7 @@ def test_the_command_warns_when_the_replay_misses_and_notes_other_means(capsys) 
     with a trace, --isl and --osl default to the trace's means; without one they are required."""
     from dataclasses import replace
 
-    argv = [
-        "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--ttft", "2", "--tbt", "0.05",
-        "--trace", "tiny",
-    ]  # fmt: skip
+    argv = SMALL_ARGV + ["--trace", "tiny"]
     assert planner.main(argv=argv) == 0
     out = capsys.readouterr().out
     assert (
@@ -756,19 +750,7 @@ def test_the_command_warns_when_the_replay_misses_and_notes_other_means(capsys) 
     assert "WARNING" not in planner._report(
         replace(p, replayed=planner.ReplayCheck(1.0, 0.02, 2.0, 0.05, "test")), args
     )
-    bare = [
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "H100",
-        "--gpus",
-        "8",
-        "--ttft",
-        "2",
-        "--tbt",
-        "0.05",
-    ]
-    assert planner.main(argv=bare) == 2
+    assert planner.main(argv=SMALL_ARGV) == 2
     assert "error: --isl:" in capsys.readouterr().err
 
 
@@ -840,12 +822,22 @@ def test_the_chapter_case_priced_with_its_trace_replays_within_its_targets() -> 
 
 def test_the_command_plans_without_kv_tiers_when_asked(capsys) -> None:
     """--no-kv-tiers plans the same trace with every prompt prefilled in full: no tiers line."""
-    argv = [
-        "--model", "llama-3-8b", "--gpu", "H100", "--gpus", "8", "--ttft", "2", "--tbt", "0.05",
-        "--trace", "tiny",
-    ]  # fmt: skip
+    argv = SMALL_ARGV + ["--trace", "tiny"]
     assert planner.main(argv=argv) == 0
     assert "KV tiers    :" in capsys.readouterr().out
     assert planner.main(argv=argv + ["--no-kv-tiers"]) == 0
     out = capsys.readouterr().out
     assert "KV tiers    :" not in out and "replayed    :" in out
+
+
+def test_mooncakes_row_planned_from_its_trace_splits_further_towards_prefill() -> None:
+    """The appendix's sentence: planned from Mooncake's synthetic trace (its spread and its own reuse),
+    the planner's split is more prefill-heavy than the split it plans from the row's mean lengths."""
+    from helpers.traces import load_trace
+
+    row = next(r for r in planner.load_deployments() if r["case"] == "mooncake-fig15")
+    mean = planner.deployment_plan(row).best
+    traced = planner.deployment_plan(row, trace=load_trace("synthetic"))
+    assert traced.hit_tokens > 0 and traced.best.mode == "disaggregated"
+    ratio = lambda c: c.prefill_gpus / c.decode_gpus  # noqa: E731
+    assert ratio(traced.best) > ratio(mean) > 1
