@@ -304,6 +304,115 @@ of the planner, so these numbers diagnose its miss and calibrate nothing.
 
 __all__ += ["SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER"]
 
+SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER: Mapping[str, Mapping[str, float]] = (
+    MappingProxyType(
+        {
+            "deepseek_profile": MappingProxyType(
+                {
+                    "dispatch_barrier": 2.09,
+                    "dispatch": 9.48,
+                    "combine_barrier": 2.03,
+                    "combine": 17.30,
+                    "moe": 12.44,
+                    "attention_core": 5.66,
+                    "gemm": 8.44,
+                    "other": 5.14,
+                    "compute_bubble": 2.48,
+                    "comm_bubble": 3.65,
+                    "overall": 34.64,
+                }
+            ),
+            "sglang": MappingProxyType(
+                {
+                    "dispatch_barrier": 2.80,
+                    "dispatch": 16.74,
+                    "combine_barrier": 2.22,
+                    "combine": 20.05,
+                    "moe": 10.52,
+                    "attention_core": 5.72,
+                    "gemm": 8.83,
+                    "other": 6.18,
+                    "compute_bubble": 11.30,
+                    "comm_bubble": 0.92,
+                    "overall": 42.93,
+                }
+            ),
+            "sglang_perfect_eplb": MappingProxyType(
+                {
+                    "dispatch_barrier": 3.26,
+                    "dispatch": 10.84,
+                    "combine_barrier": 1.64,
+                    "combine": 14.99,
+                    "moe": 12.27,
+                    "attention_core": 6.50,
+                    "gemm": 9.55,
+                    "other": 6.63,
+                    "compute_bubble": 1.25,
+                    "comm_bubble": 5.53,
+                    "overall": 36.32,
+                }
+            ),
+            "unit_test": MappingProxyType(
+                {"dispatch": 7.28, "combine": 14.28, "moe": 11.10}
+            ),
+        }
+    )
+)
+"""DeepSeek-V3's prefill step on 4 x 8 GPUs (EP32), kernel by kernel, ms per layer at 16,384 tokens per GPU.
+
+LMSYS / SGLang team, "Deploying DeepSeek with PD Disaggregation and Large-scale
+Expert Parallelism on 96 H100 GPUs" (5 May 2025,
+https://lmsys.org/blog/2025-05-05-large-scale-ep), section "Profile Results",
+figure "Prefill Time Breakdown"
+(``public/images/blog/large_scale_ep/profile-prefill.png`` in
+lm-sys/lm-sys.github.io): "scaled mean time per layer" for 16,384 tokens per
+GPU in 4,096-token prompts, with two-batch overlap, in four runs. ``deepseek_profile``:
+DeepSeek's published profile (H800, routing simulated as perfectly balanced);
+``sglang``: SGLang on H100 with its default expert distribution;
+``sglang_perfect_eplb``: the same with routing simulated as balanced;
+``unit_test``: DeepEP's and the grouped GEMM's kernels timed alone at the same
+shapes (only those three bars are drawn). The runs overlap their two streams,
+so each stream adds up to the step: the compute stream is ``moe`` (expert
+GEMMs), ``gemm`` (the other matrix multiplies), ``attention_core``, ``other``
+and ``compute_bubble`` (idle); the communication stream is the two barriers
+(waiting for the other ranks), the ``dispatch`` and ``combine`` cores and
+``comm_bubble``. Read from the figure's pixels by the authors of this book:
+the gridlines at 10 to 50 ms lie 15.43 px per ms apart, each bar's right edge
+read with its anti-aliased pixel, so each value is good to about +-0.07 ms.
+Checks (tested): each stream adds up to ``overall`` within 2 %, and 16,384
+tokens over ``overall`` x 61 layers gives the run's published throughput
+(:data:`SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE`) within 2 %. The same
+blog's SGLang rows and DeepSeek's profile row are validation points of the
+planner, so these numbers diagnose its miss and calibrate nothing.
+"""
+
+SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE: Mapping[str, float] = MappingProxyType(
+    {"deepseek_profile": 62_713, "sglang": 50_302, "sglang_perfect_eplb": 59_337}
+)
+"""Prefill throughput (input tokens/s per 8-GPU node) of the runs of :data:`SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER`.
+
+The "Overall Throughput" prefill table of the same LMSYS blog section
+(16,384 tokens per device, 4,096-token inputs): "DeepSeek Profile",
+"SGLang (Default)" and "SGLang + Simulated Perfect EPLB"."""
+
+DEEPSEEK_PREFILL_SMS: Mapping[str, int] = MappingProxyType(
+    {"computation": 108, "communication": 24}
+)
+"""Streaming multiprocessors of each stream in DeepSeek's overlapped prefill step (of an H800's 132).
+
+deepseek-ai/profile-data, README section "Prefilling" and its figure
+``assets/prefill.jpg`` (Feb 2025), which labels the streams "Computation 108
+SMs" and "Communication 24 SMs": DeepEP's prefill kernels hold SMs while
+they run, so the overlapped compute runs on the rest. In decoding the same
+figure gives communication 0 SMs (the README: "after RDMA messages are
+issued, all GPU SMs are freed")."""
+
+__all__ += [
+    "SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER",
+    "SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE",
+    "DEEPSEEK_PREFILL_SMS",
+]
+
 # ---------------------------------------------------------------------------
 # Mooncake's latency breakdown (Fig. 14) and its P/D-ratio run (Fig. 15),
 # read from the figures' pixels: the PDF page rendered at 300 dpi

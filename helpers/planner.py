@@ -39,8 +39,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from . import _args, inference, llm, queueing, serving
@@ -58,6 +59,10 @@ __all__ = [
     "PoolStreams",
     "pool_streams",
     "decode_breakdown",
+    "prefill_breakdown",
+    "PrefillBreakdown",
+    "PREFILL_BREAKDOWN_CASES",
+    "PREFILL_BREAKDOWN_PROMPT",
     "deployment_plan",
     "engine_flags",
     "engine_goodput",
@@ -1756,6 +1761,105 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
         )
     )
     return out
+
+
+PREFILL_BREAKDOWN_CASES: Mapping[str, str] = MappingProxyType(
+    {
+        "deepseek_profile": "deepseek-v3-profile-prefill",
+        "sglang": "sglang-96h100-prefill",
+        "sglang_perfect_eplb": "sglang-96h100-prefill",
+    }
+)
+"""The deployments-file row whose GPU and layout each run of :func:`prefill_breakdown` takes."""
+
+PREFILL_BREAKDOWN_PROMPT = 4096
+"""Prompt length (tokens) of the runs in :data:`helpers.papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER`."""
+
+
+@dataclass(frozen=True)
+class PrefillBreakdown:
+    """A published expert-parallel prefill step, class by class, beside the model's (seconds a step)."""
+
+    run: str
+    """The run of :data:`helpers.papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER`."""
+    gpu: str
+    """The GPU it ran on."""
+    rows: list[BreakdownRow]
+    """The compute stream's classes (they add up to the step, idle time
+    included), then the all-to-alls beside them (model: one copy per server
+    reached, DeepEP's prefill kernels), then the step (model: as the planner
+    prices it)."""
+    streams: serving.MoeStreams
+    """The model's two streams of the same step (:func:`helpers.serving.moe_streams`)."""
+
+
+def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
+    """An overlapped expert-parallel prefill step of DeepSeek-V3, class by class, beside the model's.
+
+    ``run``: ``"deepseek_profile"`` (H800), ``"sglang"`` or
+    ``"sglang_perfect_eplb"`` (H100), from
+    :data:`helpers.papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER`: EP32,
+    16,384 tokens per GPU in prompts of :data:`PREFILL_BREAKDOWN_PROMPT`
+    tokens, two-batch overlap on. The compute stream's rows are the matrix
+    multiplies (experts included), the attention core, the rest of the
+    compute kernels, and the stream's idle time (model: the priced step less
+    the priced compute), so they add up to the step on both sides. The
+    measured all-to-alls are the dispatch and combine cores, the barriers
+    (waiting for other ranks) left out.
+    """
+    from .papers import SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER as runs
+
+    if run not in PREFILL_BREAKDOWN_CASES:
+        raise ValueError(
+            f"run: unknown {run!r}; choose one of {sorted(PREFILL_BREAKDOWN_CASES)}"
+        )
+    row = next(
+        r for r in load_deployments() if r["case"] == PREFILL_BREAKDOWN_CASES[run]
+    )
+    m = resolve_model(row["model"])
+    _, ep = _layout(row["prefill_layout"])
+    tokens = int(row["prefill_tokens_per_gpu"])
+    prompts = max(1, tokens // PREFILL_BREAKDOWN_PROMPT)
+    streams = serving.moe_streams(
+        m,
+        0,
+        row["gpu"],
+        batch=0,
+        chunk=prompts * PREFILL_BREAKDOWN_PROMPT,
+        prompts=prompts,
+        dtype=row["dtype"],
+        ep=ep,
+    )
+    parts = streams.compute_parts
+    ms = runs[run]
+    layers = m.n_layers / 1e3  # ms per layer -> s per step
+    out = [
+        BreakdownRow(
+            "matrix multiplies, experts included",
+            (ms["moe"] + ms["gemm"]) * layers,
+            parts["gemm"],
+        ),
+        BreakdownRow(
+            "attention core", ms["attention_core"] * layers, parts["attention"]
+        ),
+        BreakdownRow(
+            "the rest of the compute kernels",
+            ms["other"] * layers,
+            sum(v for k, v in parts.items() if k not in ("gemm", "attention")),
+        ),
+        BreakdownRow(
+            "compute stream idle",
+            ms["compute_bubble"] * layers,
+            streams.step_s - streams.compute_s,
+        ),
+        BreakdownRow(
+            "all-to-alls (dispatch and combine)",
+            (ms["dispatch"] + ms["combine"]) * layers,
+            streams.alltoall_per_server_s,
+        ),
+        BreakdownRow("step", ms["overall"] * layers, streams.step_s),
+    ]
+    return PrefillBreakdown(run, row["gpu"], out, streams)
 
 
 def published_comparison() -> list[dict[str, Any]]:

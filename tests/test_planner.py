@@ -620,6 +620,53 @@ def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
         serving.moe_compute_parts("llama-3-8b", 100, "H100", batch=1, ep=8)
 
 
+def test_sglang_prefill_breakdown_reads_consistently() -> None:
+    """Each stream of each run adds up to its step, and each step gives the run's published throughput."""
+    runs = papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER
+    layers = llm.get_model("deepseek-v3").n_layers
+    compute = ("moe", "gemm", "attention_core", "other", "compute_bubble")
+    comm = ("dispatch_barrier", "dispatch", "combine_barrier", "combine", "comm_bubble")
+    for name, per_node in papers.SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE.items():
+        run = runs[name]
+        for stream in (compute, comm):
+            assert sum(run[k] for k in stream) == pytest.approx(
+                run["overall"], rel=0.02
+            )
+        step = run["overall"] * layers / 1e3
+        assert 16_384 / step == pytest.approx(per_node / planner.NODE_GPUS, rel=0.02)
+    # DeepSeek's balanced profile: each kernel timed alone is faster than in the step
+    for k in runs["unit_test"]:
+        assert runs["unit_test"][k] < runs["deepseek_profile"][k]
+    sms = papers.DEEPSEEK_PREFILL_SMS
+    assert sum(sms.values()) == inference.get_accelerator("H800").sm_count
+
+
+def test_prefill_breakdown_prices_the_planners_step() -> None:
+    b = planner.prefill_breakdown()
+    assert b.gpu == "H800"
+    kinds = [r.kernels for r in b.rows]
+    assert kinds[-1] == "step" and kinds[-2].startswith("all-to-alls")
+    # the compute stream's rows add up to the step on both sides
+    assert sum(r.model_s for r in b.rows[:4]) == pytest.approx(b.rows[-1].model_s)
+    assert sum(r.measured_s for r in b.rows[:4]) == pytest.approx(
+        b.rows[-1].measured_s, rel=0.02
+    )
+    # the step is the planner's own price of DeepSeek's profile row
+    row = next(
+        r
+        for r in planner.load_deployments()
+        if r["case"] == planner.PREFILL_BREAKDOWN_CASES["deepseek_profile"]
+    )
+    predicted = planner.pool_throughputs(row)["prefill_input_tokens_per_s_per_gpu"]
+    assert 16_384 / b.rows[-1].model_s == pytest.approx(predicted)
+    assert b.rows[-2].model_s == pytest.approx(b.streams.alltoall_per_server_s)
+    # the claim the appendix makes: one copy per expert outlasts the whole measured step
+    assert b.streams.alltoall_s > b.rows[-1].measured_s
+    assert planner.prefill_breakdown(run="sglang").gpu == "H100"
+    with pytest.raises(ValueError, match="run"):
+        planner.prefill_breakdown(run="unit_test")
+
+
 @pytest.mark.parametrize(
     "model, gpu, n_gpus, isl, osl, ttft",
     [
