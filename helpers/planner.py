@@ -59,6 +59,8 @@ __all__ = [
     "PoolStreams",
     "pool_streams",
     "decode_breakdown",
+    "decode_overlap_growth",
+    "DECODE_COMPUTE_CLASSES",
     "prefill_breakdown",
     "PrefillBreakdown",
     "PREFILL_BREAKDOWN_CASES",
@@ -1761,6 +1763,39 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
         )
     )
     return out
+
+
+DECODE_COMPUTE_CLASSES = ("moe", "gemm", "attention_core", "other", "launch")
+"""The compute-stream classes of the decode breakdown (:data:`helpers.papers.SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER`)."""
+
+
+def decode_overlap_growth() -> tuple[float, float]:
+    """How much longer the compute of SGLang's decode step runs with two-batch overlap than without: (measured, model).
+
+    Two-batch overlap runs each kernel on half the batch, which reads every
+    weight once per half. Measured: the compute classes of the figure's
+    overlapped run at 256 tokens per GPU over those of the unoverlapped run
+    (:data:`DECODE_COMPUTE_CLASSES`; both scaled to 256 tokens per GPU).
+    Model: twice the compute of a 128-sequence rank over that of a
+    256-sequence one (:func:`helpers.serving.moe_streams`, the row's KV
+    length and expert-parallel size), all-to-alls left out on both sides.
+    """
+    from .papers import SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER as runs
+
+    row = next(r for r in load_deployments() if r["case"] == DECODE_BREAKDOWN_CASE)
+    _, ep = _layout(row["decode_layout"])
+    batch = int(row["decode_batch_per_gpu"])
+    context = int(row["decode_kv_len"])
+    measured = sum(runs["tbo_256"][k] for k in DECODE_COMPUTE_CLASSES) / sum(
+        runs["no_tbo_256"][k] for k in DECODE_COMPUTE_CLASSES
+    )
+    whole, half = (
+        serving.moe_streams(
+            row["model"], context, row["gpu"], batch=b, dtype=row["dtype"], ep=ep
+        ).compute_s
+        for b in (batch, batch // 2)
+    )
+    return measured, 2 * half / whole
 
 
 PREFILL_BREAKDOWN_CASES: Mapping[str, str] = MappingProxyType(

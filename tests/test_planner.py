@@ -620,6 +620,17 @@ def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
         serving.moe_compute_parts("llama-3-8b", 100, "H100", batch=1, ep=8)
 
 
+def test_overlap_growth_of_decode_compute() -> None:
+    """Half batches cost the model more compute, and most of what SGLang measured."""
+    measured, model = planner.decode_overlap_growth()
+    runs = papers.SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER
+    tbo = sum(runs["tbo_256"][k] for k in planner.DECODE_COMPUTE_CLASSES)
+    plain = sum(runs["no_tbo_256"][k] for k in planner.DECODE_COMPUTE_CLASSES)
+    assert measured == pytest.approx(tbo / plain)
+    assert 1 < model < measured
+    assert model - 1 > (measured - 1) / 2
+
+
 def test_sglang_prefill_breakdown_reads_consistently() -> None:
     """Each stream of each run adds up to its step, and each step gives the run's published throughput."""
     runs = papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER
