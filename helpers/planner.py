@@ -998,9 +998,10 @@ def plan(
     other = [c for c in cands if c.mode != best.mode] or cands[1:]
     if other:
         r = other[0]
+        # three significant figures, so that two close rates of a small model read apart
         why = (
-            f"{r.label} serves {r.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU against "
-            f"{best.goodput_tokens_per_s_per_gpu:,.0f}; it is held back by: {r.binding}"
+            f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
+            f"{_sig(best.goodput_tokens_per_s_per_gpu)}; it is held back by: {r.binding}"
         )
     flags = engine_flags(best, m, dtype=dtype)
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
@@ -1042,7 +1043,8 @@ def replay_candidate(
     A split layout runs through :func:`helpers.pd_replay.replay` (TBT: each
     request's slowest 10 % of intervals, as Mooncake measures it); a
     co-located one through :func:`helpers.engine.serve` with the flags the
-    planner writes for it (TBT: each request's mean interval). ``hit_tokens``:
+    planner writes for it (TBT: each request's mean interval), one replica
+    fed the whole trace at its even share of the rate. ``hit_tokens``:
     each request's cached prompt tokens, skipped by its prefill (default
     none). A mixture of experts raises: its expert-parallel step is priced at
     an operating point, not replayed.
@@ -1084,15 +1086,17 @@ def replay_candidate(
             "trace replay of the split pools; TBT is each request's slowest 10 % of intervals",
         )
     cap = cand.batch_cap or cand.batch
+    # Load split evenly over the replicas: each sees the whole trace's mix of
+    # lengths and hits at its share of the rate (not the trace's first 1/N,
+    # whose cache is colder than the rest).
     s = engine.serve(
         m,
         acc,
         tp=cand.tp,
-        replicas=cand.decode_instances,
         weight_dtype=dtype,
         input_len=tr.input_lengths.tolist(),
         output_len=tr.output_lengths.tolist(),
-        rate=cand.rate,
+        rate=cand.rate / cand.decode_instances,
         token_budget=cap + cand.chunk,  # the flags the planner writes
         max_seqs=cap,
         requests=len(tr.input_lengths),
@@ -1105,6 +1109,13 @@ def replay_candidate(
         tbt_slo_s,
         "engine simulator, co-located; TBT is each request's mean interval",
     )
+
+
+def _sig(x: float) -> str:
+    """``x`` to three significant figures, with thousands separators and no exponent."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
 
 
 def _trace_hits(trace: Any, tiers: Sequence[TierRow]) -> Any:

@@ -851,7 +851,7 @@ def test_the_chapter_case_priced_with_its_trace_replays_within_its_targets() -> 
     """Chapter 13's case (Llama-3-70B, 16 H200s, conversation trace, 2 s / 50 ms): sized for the mean
     request, the plan misses its TTFT target when the trace is replayed; priced with the trace's spread,
     the best layout of each mode, with and without the KV tiers, replays inside both targets and
-    within 15 % of the planner's own p90 TTFT (the planner on the safe side of the replay)."""
+    within a quarter of the planner's own p90 TTFT (the planner on the safe side of the replay)."""
     from helpers.traces import load_trace
 
     w = papers.MOONCAKE_TABLE2["conversation"]
@@ -873,9 +873,33 @@ def test_the_chapter_case_priced_with_its_trace_replays_within_its_targets() -> 
             r = planner.replay_candidate("llama-3-70b", "H200", c, t, ttft_slo_s=2.0,
                                          tbt_slo_s=0.05, hit_tokens=hits)  # fmt: skip
             assert r.meets, (kv, mode, r)
-            assert 0.85 * c.ttft_p90_s <= r.ttft_p90_s <= c.ttft_p90_s
+            assert 0.75 * c.ttft_p90_s <= r.ttft_p90_s <= c.ttft_p90_s
     with_tiers = planner.plan("llama-3-70b", "H200", trace=t, **case)
     assert with_tiers.replayed is not None and with_tiers.replayed.meets
+
+
+def test_a_co_located_replay_does_not_depend_on_how_many_replicas_share_the_load() -> (
+    None
+):
+    """Each replica sees the whole trace's mix at its share of the rate, not the trace's first 1/N."""
+    from dataclasses import replace
+
+    from helpers.traces import load_trace
+
+    t = load_trace("tiny")
+    p = planner.plan("llama-3-8b", "H100", n_gpus=4, input_len=int(t.input_lengths.mean()),
+                     output_len=int(t.output_lengths.mean()), ttft_slo_s=2.0, tbt_slo_s=0.05,
+                     trace=t)  # fmt: skip
+    c = p.best_of("aggregated")
+    one = replace(c, decode_instances=1, rate=c.rate / c.decode_instances)
+    many = replace(c, decode_instances=4, rate=4 * one.rate)
+    args = dict(
+        ttft_slo_s=2.0, tbt_slo_s=0.05, hit_tokens=planner._trace_hits(t, p.tiers)
+    )
+    r1 = planner.replay_candidate("llama-3-8b", "H100", one, t, **args)
+    r4 = planner.replay_candidate("llama-3-8b", "H100", many, t, **args)
+    assert r4.ttft_p90_s == pytest.approx(r1.ttft_p90_s)
+    assert r4.tbt_p90_s == pytest.approx(r1.tbt_p90_s)
 
 
 def test_the_command_plans_without_kv_tiers_when_asked(capsys) -> None:
