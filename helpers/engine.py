@@ -869,7 +869,9 @@ def serve(
     tp : int
         GPUs per replica (tensor parallel).
     replicas : int
-        Independent replicas; load is split evenly over them.
+        Independent replicas; load is split evenly over them, each taking
+        every ``replicas``-th entry of a list of lengths (round-robin
+        routing), so it sees the whole list's mix.
     weight_dtype, kv_dtype, act_dtype : str
         Precision of the weights, the KV cache (``None``: 16-bit) and the
         GEMM inputs (``None``: :func:`helpers.steps.default_act_dtype`).
@@ -977,6 +979,13 @@ def serve(
     cached = np.atleast_1d(np.asarray(cached_len, dtype=np.int64))
     if cached.size == 0 or (cached < 0).any():
         raise ValueError("cached_len must be >= 0 (one count, or one per request)")
+    if replicas > 1:
+        # round-robin routing: a replica gets every replicas-th request of a
+        # list, a sample of the whole list rather than its first 1/replicas
+        inputs, outputs, cached = (
+            a[::replicas] if len(a) >= replicas else a
+            for a in (inputs, outputs, cached)
+        )
     sim = _Sim(p, pre, cap, inputs, outputs, cached)
     closed: int | None = None
     arrivals = np.zeros(0)

@@ -352,3 +352,16 @@ def test_a_cached_prefix_is_not_prefilled_again() -> None:
     assert warm.tpot_s == pytest.approx(cold.tpot_s, rel=0.05)
     with pytest.raises(ValueError, match="cached_len"):
         engine.serve("llama-3-8b", "H100", cached_len=-1, **kw)
+
+
+def test_replicas_share_a_list_of_lengths_round_robin() -> None:
+    """A replica sees every N-th request of a list (the whole mix), not the list's first 1/N."""
+    lengths = [256] * 40 + [4096] * 40  # the short ones first
+    both = engine.serve("llama-3-8b", "H100", replicas=2, input_len=lengths, output_len=64,
+                        rate=4.0, requests=80)  # fmt: skip
+    one = engine.serve("llama-3-8b", "H100", input_len=lengths[::2], output_len=64,
+                       rate=2.0, requests=40)  # fmt: skip
+    assert both.ttft_p90_s == pytest.approx(one.ttft_p90_s)
+    head = engine.serve("llama-3-8b", "H100", input_len=lengths[:40], output_len=64,
+                        rate=2.0, requests=40)  # fmt: skip
+    assert both.ttft_p90_s > head.ttft_p90_s
