@@ -1647,8 +1647,7 @@ class PoolStreams:
     low_s: float
     high_s: float
     model: serving.MoeStreams
-    per_server_step_s: float
-    """The model's step with the per-server all-to-all instead of the per-expert one."""
+    """The model's two streams of the same step (its step: ``model.step_s``)."""
 
 
 def pool_streams(case: str) -> PoolStreams:
@@ -1692,10 +1691,7 @@ def pool_streams(case: str) -> PoolStreams:
     total, low, high = serving.overlap_streams(
         step, serving.TBO_SPEEDUP["decode" if decode else "prefill"]
     )
-    per_server = serving.two_batch_overlap(
-        model.compute_s, model.alltoall_per_server_s, tokens=tokens, decode=decode
-    )
-    return PoolStreams(case, decode, tokens, step, total, low, high, model, per_server)
+    return PoolStreams(case, decode, tokens, step, total, low, high, model)
 
 
 @dataclass(frozen=True)
@@ -1901,7 +1897,7 @@ def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
         BreakdownRow(
             "all-to-alls (dispatch and combine)",
             (ms["dispatch"] + ms["combine"]) * layers,
-            streams.alltoall_per_server_s,
+            streams.alltoall_s,
         ),
         BreakdownRow("step", ms["overall"] * layers, streams.step_s),
     ]

@@ -642,19 +642,107 @@ class MoeStreams:
     """The two streams of an expert-parallel step as :func:`measured_step_time` prices them (seconds)."""
 
     compute_s: float
-    """Everything but the all-to-alls, kernel by kernel (floors included)."""
+    """Everything but the all-to-alls, kernel by kernel (floors included);
+    in an overlapped prefill step, on the SMs the all-to-alls leave
+    (:func:`prefill_compute_device`)."""
     alltoall_s: float
-    """Dispatch and combine of every MoE layer, as the step is priced."""
-    alltoall_per_server_s: float
-    """Prefill: the same with one copy per server reached.
-
-    As :func:`helpers.multigpu.ep_prefill_alltoall_times` prices it; equal to
-    ``alltoall_s`` in decode.
-    """
+    """Dispatch and combine of every MoE layer, as the step is priced: in
+    prefill across servers, one copy per server reached and the fan-out over
+    NVLink (DeepEP's normal kernels,
+    :func:`helpers.multigpu.ep_prefill_alltoall_times`)."""
+    alltoall_per_expert_s: float
+    """The same with one copy of each token per expert
+    (:func:`helpers.multigpu.ep_alltoall_times`), the price before DeepEP's
+    forwarding; equal to ``alltoall_s`` in decode and within one server."""
     step_s: float
     """The step: :func:`two_batch_overlap` of the two streams."""
     compute_parts: Mapping[str, float] = field(default_factory=dict)
     """``compute_s`` by kernel class (:attr:`helpers.steps.StepTime.parts`)."""
+
+
+def prefill_compute_device(acc: str | Accelerator) -> Accelerator:
+    """The GPU an overlapped expert-parallel prefill step's compute runs on: the SMs the all-to-alls leave.
+
+    DeepEP's normal (prefill) kernels hold streaming multiprocessors while
+    they run, and with two-batch overlap they run beside the compute for most
+    of the step; DeepSeek's profile gives them
+    ``helpers.papers.DEEPSEEK_PREFILL_SMS["communication"]`` (24) of an
+    H800's 132. The compute then has the rest: tensor and vector peaks scale
+    by the share of SMs left, memory bandwidth does not (the remaining SMs
+    still reach all of HBM). A GPU whose SM count the catalog lacks is
+    returned unchanged. Decode's low-latency kernels hold no SMs.
+    """
+    from dataclasses import replace
+
+    from .papers import DEEPSEEK_PREFILL_SMS
+    from .steps import accelerator
+
+    device = accelerator(acc)
+    if device.sm_count is None:
+        return device
+    held = DEEPSEEK_PREFILL_SMS["communication"]
+    if held >= device.sm_count:
+        raise ValueError(
+            f"acc: {device.name} has {device.sm_count} SMs, not more than the {held} the all-to-alls hold"
+        )
+    left = (device.sm_count - held) / device.sm_count
+    return replace(
+        device,
+        peak_flops={k: v * left for k, v in device.peak_flops.items()},
+        vector_peak_flops={k: v * left for k, v in device.vector_peak_flops.items()},
+        sm_count=device.sm_count - held,
+    )
+
+
+def _moe_step(
+    m: ModelConfig,
+    ctx: int,
+    acc: str | Accelerator,
+    *,
+    batch: int,
+    chunk: int,
+    prefix: int,
+    prompts: int,
+    dtype: str,
+    ep: int,
+    ep_link: str | Link,
+    collectives: bool,
+) -> MoeStreams:
+    """One expert-parallel rank's step, its two streams apart (arguments checked by the callers)."""
+    from .hardware import get_link
+    from .parallel import tp_link
+
+    tokens = batch + chunk
+    prefill = chunk > 0
+    # DeepEP's normal kernels (one copy per server, SMs held) serve a pure
+    # prefill step; a step that also decodes runs the kernels a co-located
+    # engine with data-parallel attention can use, one copy per expert
+    # (SGLang's blog: its normal and low-latency modes cannot share one
+    # data-parallel-attention group without disaggregation)
+    normal = prefill and batch == 0
+    comm = per_expert = 0.0
+    if collectives:
+        link = tp_link(acc) if ep <= 8 else get_link(ep_link)
+        per_expert = _ep_comm(m, tokens, ep, link, decode=not prefill)
+        comm = (
+            _ep_comm(m, tokens, ep, link, decode=False, nvlink=tp_link(acc))
+            if normal and ep > 8
+            else per_expert
+        )
+    device = prefill_compute_device(acc) if normal and comm > 0 else acc
+    parts = moe_compute_parts(
+        m,
+        ctx,
+        device,
+        batch=batch,
+        chunk=chunk,
+        prefix=prefix,
+        prompts=prompts,
+        dtype=dtype,
+        ep=ep,
+    )
+    step = two_batch_overlap(parts.seconds, comm, tokens=tokens, decode=not prefill)
+    return MoeStreams(parts.seconds, comm, per_expert, step, parts.parts)
 
 
 def moe_streams(
@@ -673,14 +761,11 @@ def moe_streams(
     """Compute and all-to-all streams of one rank's expert-parallel step (``tp = 1``, ``ep > 8``).
 
     The diagnostic beside :func:`overlap_streams`: the same step as
-    :func:`measured_step_time`, its two streams apart. The prefill
-    all-to-all is priced as :func:`measured_step_time` prices it (one copy
-    per expert, :func:`helpers.multigpu.ep_alltoall_times`) and, beside it,
-    with one copy per server (DeepEP's normal kernels).
+    :func:`measured_step_time`, its two streams apart. A prefill step's
+    all-to-all is priced as DeepEP's normal kernels send it, one copy per
+    server reached, and beside it with one copy per expert; its compute runs
+    on the SMs the all-to-alls leave (:func:`prefill_compute_device`).
     """
-    from .hardware import get_link
-    from .parallel import tp_link
-
     m = get_model(model)
     if m.moe is None:
         raise ValueError(f"model: {m.name!r} has no experts")
@@ -695,7 +780,7 @@ def moe_streams(
             f"prompts: {prompts} prompts need at least as many chunk tokens, got {chunk}"
         )
     ctx = int(round(_args.non_negative("context", context)))
-    parts = moe_compute_parts(
+    return _moe_step(
         m,
         ctx,
         acc,
@@ -705,18 +790,9 @@ def moe_streams(
         prompts=prompts,
         dtype=dtype,
         ep=ep,
+        ep_link=ep_link,
+        collectives=True,
     )
-    compute = parts.seconds
-    tokens = batch + chunk
-    link = get_link(ep_link)
-    comm = _ep_comm(m, tokens, ep, link, decode=chunk == 0)
-    per_server = (
-        _ep_comm(m, tokens, ep, link, decode=False, nvlink=tp_link(acc))
-        if chunk
-        else comm
-    )
-    step = two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
-    return MoeStreams(compute, comm, per_server, step, parts.parts)
 
 
 def measured_step_time(
@@ -750,8 +826,11 @@ def measured_step_time(
     (:func:`moe_compute_parts`, :func:`helpers.steps.mixed_step`: measured shares,
     per-kernel floors, the MLA core at the 16-bit rate of
     :data:`MLA_CORE_DTYPE`), whatever ``terms`` says about shares and
-    floors. The all-to-alls (``_ep_comm``) overlap that compute only as much
-    as two-batch overlap was measured to hide (:func:`two_batch_overlap`);
+    floors. The all-to-alls (``_ep_comm``; in prefill across servers one copy
+    per server reached, as DeepEP's normal kernels send it) overlap that
+    compute only as much as two-batch overlap was measured to hide
+    (:func:`two_batch_overlap`), and an overlapped prefill step's compute
+    runs on the SMs they leave (:func:`prefill_compute_device`);
     a rank's ``chunk`` may hold ``prompts`` equal prompts, each after
     ``prefix`` cached tokens (prefill at a published tokens-per-GPU batch).
     ``context`` may be fractional (a mean).
@@ -811,7 +890,7 @@ def measured_step_time(
         return t + floor
     if tp != 1:
         raise ValueError("tp must be 1 with ep > 1: attention runs data-parallel")
-    compute = moe_compute_parts(
+    return _moe_step(
         m,
         ctx,
         acc,
@@ -821,16 +900,9 @@ def measured_step_time(
         prompts=prompts,
         dtype=dtype,
         ep=ep,
-    ).seconds
-    tokens = batch + chunk
-    comm = 0.0
-    if "collectives" in chosen:
-        from .hardware import get_link
-        from .parallel import tp_link
-
-        link_spec = tp_link(acc) if ep <= 8 else get_link(ep_link)
-        comm = _ep_comm(m, tokens, ep, link_spec, decode=chunk == 0)
-    return two_batch_overlap(compute, comm, tokens=tokens, decode=chunk == 0)
+        ep_link=ep_link,
+        collectives="collectives" in chosen,
+    ).step_s
 
 
 def moe_compute_parts(

@@ -554,11 +554,11 @@ def test_pool_streams_set_the_measured_step_beside_the_models_streams() -> None:
     assert p.step_s == pytest.approx(256 / 2787.5)
     assert p.no_overlap_s == pytest.approx(p.step_s * serving.TBO_SPEEDUP["decode"])
     assert (
-        p.model.alltoall_per_server_s == p.model.alltoall_s
+        p.model.alltoall_per_expert_s == p.model.alltoall_s
     )  # decode: one copy per expert
     pre = planner.pool_streams("deepseek-v3-profile-prefill")
     assert pre.tokens == 16384 and not pre.decode
-    assert pre.per_server_step_s < pre.model.step_s  # fewer bytes, shorter step
+    assert pre.model.alltoall_s < pre.model.alltoall_per_expert_s  # one copy per server
     with pytest.raises(KeyError, match="case"):
         planner.pool_streams("no-such-case")
     with pytest.raises(ValueError, match="case"):
@@ -670,9 +670,9 @@ def test_prefill_breakdown_prices_the_planners_step() -> None:
     )
     predicted = planner.pool_throughputs(row)["prefill_input_tokens_per_s_per_gpu"]
     assert 16_384 / b.rows[-1].model_s == pytest.approx(predicted)
-    assert b.rows[-2].model_s == pytest.approx(b.streams.alltoall_per_server_s)
+    assert b.rows[-2].model_s == pytest.approx(b.streams.alltoall_s)
     # the claim the appendix makes: one copy per expert outlasts the whole measured step
-    assert b.streams.alltoall_s > b.rows[-1].measured_s
+    assert b.streams.alltoall_per_expert_s > b.rows[-1].measured_s
     assert planner.prefill_breakdown(run="sglang").gpu == "H100"
     with pytest.raises(ValueError, match="run"):
         planner.prefill_breakdown(run="unit_test")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import hardware, inference, llm, serving
+from helpers import hardware, inference, llm, papers, serving
 
 MODEL, ACC = "llama-3-70b", "H100"
 
@@ -321,12 +321,52 @@ def test_moe_streams_add_up_to_the_priced_step() -> None:
             dec.compute_s, dec.alltoall_s, tokens=256, decode=True
         )
     )
-    assert dec.alltoall_per_server_s == dec.alltoall_s
+    assert dec.alltoall_per_expert_s == dec.alltoall_s
     pre = serving.moe_streams(
         "deepseek-v3", 0, "H800", batch=0, chunk=16384, prompts=4, ep=32
     )
-    assert pre.alltoall_per_server_s < pre.alltoall_s / 3
+    # DeepEP's prefill kernels: one copy per server reached, far fewer bytes
+    assert pre.alltoall_s < pre.alltoall_per_expert_s / 3
+    assert pre.step_s == pytest.approx(
+        serving.measured_step_time(
+            "deepseek-v3",
+            0,
+            "H800",
+            batch=0,
+            chunk=16384,
+            prompts=4,
+            dtype="fp8",
+            ep=32,
+        )
+    )
+    # its compute runs on the SMs the all-to-alls leave: slower than alone
+    alone = serving.moe_compute_parts(
+        "deepseek-v3", 0, "H800", batch=0, chunk=16384, prompts=4, ep=32
+    ).seconds
+    assert alone < pre.compute_s < alone * 132 / 108 * 1.001
+    # a step that also decodes keeps one copy per expert and every SM
+    mixed = serving.moe_streams(
+        "deepseek-v3", 2000, "H800", batch=64, chunk=2048, ep=32
+    )
+    assert mixed.alltoall_s == mixed.alltoall_per_expert_s
+    assert mixed.compute_s == pytest.approx(
+        serving.moe_compute_parts(
+            "deepseek-v3", 2000, "H800", batch=64, chunk=2048, ep=32
+        ).seconds
+    )
     with pytest.raises(ValueError, match="ep"):
         serving.moe_streams("deepseek-v3", 0, "H800", batch=8, ep=8)
     with pytest.raises(ValueError, match="model"):
         serving.moe_streams("llama-3-70b", 0, "H800", batch=8, ep=16)
+
+
+def test_prefill_compute_device_leaves_the_sms_the_all_to_alls_hold() -> None:
+    """DeepSeek's profile: 24 of an H800's 132 SMs run the all-to-alls, so the compute keeps 108."""
+    h800 = hardware.get_accelerator("H800")
+    left = serving.prefill_compute_device("H800")
+    assert left.sm_count == papers.DEEPSEEK_PREFILL_SMS["computation"] == 108
+    for dtype, peak in h800.peak_flops.items():
+        assert left.peak_flops[dtype] == pytest.approx(peak * 108 / 132)
+    assert left.memory_bandwidth == h800.memory_bandwidth
+    with pytest.raises(KeyError, match="acc"):
+        serving.prefill_compute_device("no-such-gpu")
