@@ -982,6 +982,17 @@ def plan(
             f"n_gpus: {m.name}'s weights do not fit in {n_gpus} x {device.name} in {dtype}"
         )
     cands = _candidates(w, n_gpus, rate)
+    if not cands and w.model.moe is None:
+        sizes = _sizes(w, n_gpus)
+        if all(
+            inference.max_decode_batch(m, isl + osl, device, n_gpus=tp, dtype=dtype)
+            == 0
+            for tp, _ in sizes
+        ):
+            raise ValueError(
+                f"input_len: one request of {isl} + {osl} tokens needs more KV cache than any instance "
+                f"of up to {max(tp for tp, _ in sizes)} x {device.name} holds beside the weights"
+            )
     if not cands:
         what = f"{rate} requests/s" if rate is not None else "any load"
         raise ValueError(
@@ -1247,8 +1258,10 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         f"  binding     : {p.binding}",
     ]
     if p.usd_per_million_tokens is not None:
+        unsupported = p.replayed is not None and not p.replayed.meets
         lines.append(
             f"  cost        : ${p.usd_per_million_tokens:,.3f} per million output tokens"
+            + (" (at a rate its replay misses; see the WARNING)" if unsupported else "")
         )
     if p.tiers:
         lines.append(
@@ -1323,7 +1336,7 @@ def _parser() -> argparse.ArgumentParser:
         "--rate", type=float, help="requests/s to serve (default: the most)"
     )
     ap.add_argument(
-        "--trace", help="trace file or name (conversation, synthetic, toolagent, tiny)"
+        "--trace", help="trace file or name (conversation, synthetic, tiny)"
     )
     ap.add_argument(
         "--hit-rate", type=float, help="share of prompt tokens served from cache"
@@ -1338,7 +1351,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--network", help="link between servers (catalog name, default cx7)"
     )
-    ap.add_argument("--engine", default="vllm", choices=ENGINES)
+    ap.add_argument(
+        "--engine",
+        default="vllm",
+        choices=ENGINES,
+        help="engine whose flags are printed first (all are printed)",
+    )
     return ap
 
 
@@ -1354,10 +1372,10 @@ def _option_for(message: str) -> str:
         ("output_len", "--osl"),
         ("ttft", "--ttft"),
         ("tbt", "--tbt"),
+        ("hit_rate", "--hit-rate"),
         ("rate", "--rate"),
         ("gpu_hour_usd", "--price"),
         ("link", "--network"),
-        ("hit_rate", "--hit-rate"),
         ("trace", "--trace"),
         ("dtype", "--dtype"),
     ):
@@ -1373,10 +1391,17 @@ def main(*, argv: Sequence[str] | None = None) -> int:
         if args.network is not None:
             get_link(args.network)
         args.trace_means = None
+        if args.no_kv_tiers and args.trace is None:
+            raise ValueError(
+                "trace: --no-kv-tiers plans a trace without its tiers; give a --trace"
+            )
         if args.trace is not None:
             from .traces import load_trace
 
-            tr = load_trace(args.trace)
+            try:
+                tr = load_trace(args.trace)
+            except (KeyError, ValueError) as err:
+                raise ValueError(f"trace: {err}") from None
             args.trace_means = (
                 float(tr.input_lengths.mean()),
                 float(tr.output_lengths.mean()),
@@ -1412,7 +1437,11 @@ def main(*, argv: Sequence[str] | None = None) -> int:
         msg = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
         if "accelerator" in msg and "choose one of" not in msg:
             msg += f" (catalog: {', '.join(a.name for a in accelerators())})"
-        print(f"error: {_option_for(msg)}: {msg}", file=sys.stderr)
+        opt = _option_for(msg)
+        head, sep, rest = msg.partition(": ")
+        if sep and " " not in head and _option_for(head) == opt:
+            msg = rest  # the option already names the parameter
+        print(f"error: {opt}: {msg}", file=sys.stderr)
         return 2
     try:
         print(_report(p, args))

@@ -409,6 +409,40 @@ def test_cli_bad_input_names_the_option(
         assert "H100 SXM" in err  # the catalog is listed
 
 
+@pytest.mark.parametrize(
+    ("extra", "option", "says"),
+    [
+        (["--hit-rate", "1.5"], "--hit-rate", "below 1"),  # not --rate
+        (["--trace", "toolagent"], "--trace", "tiny"),  # the known names listed
+        (["--no-kv-tiers"], "--trace", "--no-kv-tiers"),
+        (["--isl", "10000000"], "--isl", "KV cache"),  # does not fit, not the targets
+    ],
+)
+def test_cli_bad_input_names_the_real_cause(
+    extra: list[str], option: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*BASE]
+    if "--isl" in extra:
+        args[args.index("--isl") + 1] = extra[1]
+        args[args.index("--ttft") + 1] = "100000"
+        args[args.index("--tbt") + 1] = "100"
+        extra = []
+    assert planner.main(argv=[*args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}:") and says in err, err
+    assert f"{option}: {option.lstrip('-').replace('-', '_')}:" not in err  # no echo
+
+
+def test_cli_reads_a_malformed_trace_as_a_trace_error(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert planner.main(argv=[*BASE, "--trace", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --trace:") and "line 1" in err
+
+
 def test_published_comparison_has_every_case_with_a_source() -> None:
     rows = planner.published_comparison()
     assert {r["case"].split("-")[0] for r in rows} >= {
@@ -803,11 +837,14 @@ def test_the_command_warns_when_the_replay_misses_and_notes_other_means(capsys) 
     args.trace_means = (2346.5, 72.5)
     p = planner.plan("llama-3-8b", "H100", n_gpus=8, input_len=2347, output_len=72,
                      ttft_slo_s=2, tbt_slo_s=0.05, trace="tiny")  # fmt: skip
-    missed = replace(p, replayed=planner.ReplayCheck(3.0, 0.02, 2.0, 0.05, "test"))
-    assert "WARNING     : the replay misses a target. " in planner._report(missed, args)
-    assert "WARNING" not in planner._report(
-        replace(p, replayed=planner.ReplayCheck(1.0, 0.02, 2.0, 0.05, "test")), args
-    )
+    missed = replace(p, replayed=planner.ReplayCheck(3.0, 0.02, 2.0, 0.05, "test"),
+                     usd_per_million_tokens=1.0)  # fmt: skip
+    report = planner._report(missed, args)
+    assert "WARNING     : the replay misses a target. " in report
+    assert "(at a rate its replay misses" in report  # the price carries the warning
+    met = planner._report(replace(missed, replayed=planner.ReplayCheck(1.0, 0.02, 2.0, 0.05, "test")),
+                          args)  # fmt: skip
+    assert "WARNING" not in met and "replay misses" not in met
     assert planner.main(argv=SMALL_ARGV) == 2
     assert "error: --isl:" in capsys.readouterr().err
 
