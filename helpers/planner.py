@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -71,6 +72,7 @@ __all__ = [
     "load_deployments",
     "main",
     "pool_throughputs",
+    "parse_layout",
     "published_comparison",
     "plan",
     "prompt_shape",
@@ -292,6 +294,43 @@ class _Work:
         """Uncached prompt tokens of each bin of :attr:`prompt_shape` (the mean is ``isl - hit``)."""
         mean = self.isl - self.hit
         return [max(1, round(mean * f)) for f in self.prompt_shape]
+
+
+def _hit_tokens(isl: int, share: float) -> int:
+    """Cached prompt tokens of a mean prompt of ``isl`` tokens at a hit ``share``; at least one token is computed."""
+    return min(isl - 1, int(isl * share))
+
+
+def _work(
+    m: llm.ModelConfig,
+    acc: Accelerator,
+    dtype: str,
+    isl: int,
+    osl: int,
+    ttft: float,
+    tbt: float,
+    network: Link,
+    *,
+    hit_share: float = 0.0,
+) -> _Work:
+    """The planner's workload: every request the mean one, the decode context spread by its output alone.
+
+    A request's context grows evenly through its ``osl`` output tokens, so
+    its standard deviation over a decode is ``osl / sqrt(12)`` (a uniform
+    spread); a trace replaces it with the trace's own spread.
+    """
+    return _Work(
+        m,
+        acc,
+        dtype,
+        isl,
+        osl,
+        _hit_tokens(isl, hit_share),
+        osl / math.sqrt(12),
+        ttft,
+        tbt,
+        network,
+    )
 
 
 PROMPT_BINS = 100
@@ -954,7 +993,7 @@ def plan(
     if trace is not None and hit_rate is not None:
         raise ValueError("hit_rate: give a trace or a hit rate, not both")
     link = get_link(network if network is not None else "cx7")
-    w = _Work(m, device, dtype, isl, osl, 0, osl / math.sqrt(12), ttft, tbt, link)
+    w = _work(m, device, dtype, isl, osl, ttft, tbt, link)
     tier_rows: list[TierRow] = []
     hits: Any = None
     if trace is not None:
@@ -976,7 +1015,7 @@ def plan(
         share = _args.non_negative("hit_rate", hit_rate)
         if share >= 1:
             raise ValueError(f"hit_rate must be below 1, got {hit_rate}")
-        w = replace(w, hit=min(isl - 1, int(isl * share)))
+        w = replace(w, hit=_hit_tokens(isl, share))
     if not _sizes(w, n_gpus):
         raise ValueError(
             f"n_gpus: {m.name}'s weights do not fit in {n_gpus} x {device.name} in {dtype}"
@@ -1513,7 +1552,10 @@ DEPLOYMENTS_CSV = "deployments.csv"
 """File in ``helpers/data/published/`` with the published deployments, one quantity per row."""
 
 
-def _layout(text: str) -> tuple[int, int]:
+def parse_layout(text: str) -> tuple[int, int]:
+    """``(tp, ep)`` of a deployments-file layout: ``"TP8"`` is (8, 1), ``"EP32+DPattn"`` is (1, 32)."""
+    if not re.fullmatch(r"(TP|EP)\d+(\+\w+)?", text):
+        raise ValueError(f"text: a layout is TP<n> or EP<n>[+...], got {text!r}")
     if text.startswith("EP"):
         return 1, int(text[2:].split("+")[0])
     return int(text[2:]), 1
@@ -1596,21 +1638,20 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
     m = resolve_model(row["model"])
     acc = get_accelerator(row["gpu"])
     isl, osl = int(row["input_len"]), int(row["output_len"])
-    hit = min(isl - 1, int(isl * float(row["hit_rate"])))
-    w = _Work(
+    w = _work(
         m,
         acc,
         row["dtype"],
         isl,
         osl,
-        hit,
-        osl / math.sqrt(12),
         float(row["ttft_slo_s"]),
         float(row["tbt_slo_s"]),
         get_link("cx7"),
+        hit_share=float(row["hit_rate"]),
     )
-    ptp, pep = _layout(row["prefill_layout"])
-    dtp, dep = _layout(row["decode_layout"])
+    hit = w.hit
+    ptp, pep = parse_layout(row["prefill_layout"])
+    dtp, dep = parse_layout(row["decode_layout"])
     service, parallel = _prefill_service(w, ptp, pep)
     prefill_tps = parallel / service * isl / (ptp * pep)
     rp, _, _ = _prefill_pool(w, ptp, pep)
@@ -1686,7 +1727,7 @@ def pool_streams(case: str) -> PoolStreams:
         raise KeyError(f"case: unknown {case!r}; choose one of {sorted(rows)}")
     row = rows[case]
     decode = row["quantity"].startswith("decode")
-    _, ep = _layout(row["decode_layout"] if decode else row["prefill_layout"])
+    _, ep = parse_layout(row["decode_layout"] if decode else row["prefill_layout"])
     stated = _operating_point(row)
     if ep <= NODE_GPUS or not stated:
         raise ValueError(
@@ -1761,7 +1802,7 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
         raise ValueError(f"run: unknown {run!r}; choose one of {choices}")
     row = next(r for r in load_deployments() if r["case"] == DECODE_BREAKDOWN_CASE)
     m = resolve_model(row["model"])
-    _, ep = _layout(row["decode_layout"])
+    _, ep = parse_layout(row["decode_layout"])
     batch = int(run.rsplit("_", 1)[1])
     context = int(row["decode_kv_len"])
     streams = serving.moe_streams(
@@ -1819,7 +1860,7 @@ def decode_overlap_growth() -> tuple[float, float]:
     from .papers import SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER as runs
 
     row = next(r for r in load_deployments() if r["case"] == DECODE_BREAKDOWN_CASE)
-    _, ep = _layout(row["decode_layout"])
+    _, ep = parse_layout(row["decode_layout"])
     batch = int(row["decode_batch_per_gpu"])
     context = int(row["decode_kv_len"])
     measured = sum(runs["tbo_256"][k] for k in DECODE_COMPUTE_CLASSES) / sum(
@@ -1862,6 +1903,12 @@ class PrefillBreakdown:
     prices it)."""
     streams: serving.MoeStreams
     """The model's two streams of the same step (:func:`helpers.serving.moe_streams`)."""
+    alltoall_unit_test_s: float
+    """DeepEP's dispatch and combine timed alone at the same shapes (SGLang's unit tests, on its H100s), a step."""
+    expert_gemm_s: float
+    """The run's expert GEMMs, a step (part of the first row)."""
+    expert_gemm_unit_test_s: float
+    """The expert GEMMs timed alone at the same shapes (the same unit tests), a step."""
 
 
 def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
@@ -1888,7 +1935,7 @@ def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
         r for r in load_deployments() if r["case"] == PREFILL_BREAKDOWN_CASES[run]
     )
     m = resolve_model(row["model"])
-    _, ep = _layout(row["prefill_layout"])
+    _, ep = parse_layout(row["prefill_layout"])
     tokens = int(row["prefill_tokens_per_gpu"])
     prompts = max(1, tokens // PREFILL_BREAKDOWN_PROMPT)
     streams = serving.moe_streams(
@@ -1930,7 +1977,16 @@ def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
         ),
         BreakdownRow("step", ms["overall"] * layers, streams.step_s),
     ]
-    return PrefillBreakdown(run, row["gpu"], out, streams)
+    unit = runs["unit_test"]
+    return PrefillBreakdown(
+        run,
+        row["gpu"],
+        out,
+        streams,
+        (unit["dispatch"] + unit["combine"]) * layers,
+        ms["moe"] * layers,
+        unit["moe"] * layers,
+    )
 
 
 def published_comparison() -> list[dict[str, Any]]:

@@ -707,7 +707,18 @@ def test_prefill_breakdown_prices_the_planners_step() -> None:
     assert b.rows[-2].model_s == pytest.approx(b.streams.alltoall_s)
     # the claim the appendix makes: one copy per expert outlasts the whole measured step
     assert b.streams.alltoall_per_expert_s > b.rows[-1].measured_s
-    assert planner.prefill_breakdown(run="sglang").gpu == "H100"
+    sg = planner.prefill_breakdown(run="sglang")
+    assert sg.gpu == "H100"
+    unit = papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER["unit_test"]
+    assert sg.alltoall_unit_test_s == pytest.approx(
+        (unit["dispatch"] + unit["combine"]) * 61 / 1e3
+    )
+    balanced = planner.prefill_breakdown(run="sglang_perfect_eplb")
+    assert (
+        balanced.expert_gemm_unit_test_s
+        < balanced.expert_gemm_s
+        < balanced.rows[0].measured_s
+    )
     with pytest.raises(ValueError, match="run"):
         planner.prefill_breakdown(run="unit_test")
 
@@ -960,3 +971,15 @@ def test_mooncakes_row_planned_from_its_trace_splits_further_towards_prefill() -
     assert traced.hit_tokens > 0 and traced.best.mode == "disaggregated"
     ratio = lambda c: c.prefill_gpus / c.decode_gpus  # noqa: E731
     assert ratio(traced.best) > ratio(mean) > 1
+
+
+def test_parse_layout_reads_the_deployments_files_layouts() -> None:
+    assert planner.parse_layout("TP8") == (8, 1)
+    assert planner.parse_layout("EP32+DPattn") == (1, 32)
+    for row in planner.load_deployments():
+        for key in ("prefill_layout", "decode_layout"):
+            tp, ep = planner.parse_layout(row[key])
+            assert tp >= 1 and ep >= 1
+    for bad in ("8", "TP", "DP8"):
+        with pytest.raises(ValueError, match="text"):
+            planner.parse_layout(bad)
