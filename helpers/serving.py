@@ -1225,6 +1225,7 @@ __all__ = [
     "moe_compute_parts",
     "moe_rank_kv_bytes",
     "moe_streams",
+    "prefill_compute_device",
     "overlap_streams",
     "pd_ratio_gap",
     "pd_ratio_measured",
