@@ -869,9 +869,9 @@ def serve(
     tp : int
         GPUs per replica (tensor parallel).
     replicas : int
-        Independent replicas; load is split evenly over them, each taking
-        every ``replicas``-th entry of a list of lengths (round-robin
-        routing), so it sees the whole list's mix.
+        Independent replicas; load is split evenly over them: each gets a
+        Poisson share of the arrivals (random routing) and, of a list of
+        lengths, every ``replicas``-th entry, so it sees the whole list's mix.
     weight_dtype, kv_dtype, act_dtype : str
         Precision of the weights, the KV cache (``None``: 16-bit) and the
         GEMM inputs (``None``: :func:`helpers.steps.default_act_dtype`).
@@ -980,8 +980,8 @@ def serve(
     if cached.size == 0 or (cached < 0).any():
         raise ValueError("cached_len must be >= 0 (one count, or one per request)")
     if replicas > 1:
-        # round-robin routing: a replica gets every replicas-th request of a
-        # list, a sample of the whole list rather than its first 1/replicas
+        # a replica gets every replicas-th request of a list: a sample of the
+        # whole list rather than its first 1/replicas
         inputs, outputs, cached = (
             a[::replicas] if len(a) >= replicas else a
             for a in (inputs, outputs, cached)

@@ -385,8 +385,9 @@ tokens over ``overall`` x 61 layers gives the run's published throughput
 layer" is read as the step over all 61 layers, as that check supports; if
 the profile covered MoE layers only, the MoE-only classes (``moe``, the
 all-to-alls) would scale by the 58 MoE layers instead, 5 % less, and the
-check would hold as well (0.7 % off). ``unit_test`` ran on SGLang's H100s,
-whichever run it is set beside. The same
+check would hold as well (0.7 % off). The blog calls ``unit_test`` a
+theoretical upper bound, achievable with two-batch overlap off, and does
+not say on which GPUs it ran (presumably its H100s). The same
 blog's SGLang rows and DeepSeek's profile row are validation points of the
 planner, so these numbers diagnose its miss and calibrate nothing.
 """

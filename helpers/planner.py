@@ -1051,7 +1051,7 @@ def plan(
         # three significant figures, so that two close rates of a small model read apart
         why = (
             f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
-            f"{_sig(best.goodput_tokens_per_s_per_gpu)}; it is held back by: {r.binding}"
+            f"{_sig(best.goodput_tokens_per_s_per_gpu)}. It is held back by: {r.binding}"
         )
     flags = engine_flags(best, m, dtype=dtype)
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
@@ -1165,7 +1165,7 @@ def _sig(x: float) -> str:
     """``x`` to three significant figures, with thousands separators and no exponent."""
     if x >= 100:
         return f"{x:,.0f}"
-    return f"{x:.3g}"
+    return f"{x:#.3g}"
 
 
 def _trace_hits(trace: Any, tiers: Sequence[TierRow]) -> Any:
@@ -1439,8 +1439,14 @@ def main(*, argv: Sequence[str] | None = None) -> int:
 
             try:
                 tr = load_trace(args.trace)
-            except (KeyError, ValueError) as err:
-                raise ValueError(f"trace: {err}") from None
+            except (KeyError, ValueError, FileNotFoundError) as err:
+                msg = (
+                    str(err.args[0])
+                    if isinstance(err, KeyError) and err.args
+                    else str(err)
+                )
+                print(f"error: --trace: {msg}", file=sys.stderr)
+                return 2
             args.trace_means = (
                 float(tr.input_lengths.mean()),
                 float(tr.output_lengths.mean()),
@@ -1852,7 +1858,10 @@ def decode_overlap_growth() -> tuple[float, float]:
     Two-batch overlap runs each kernel on half the batch, which reads every
     weight once per half. Measured: the compute classes of the figure's
     overlapped run at 256 tokens per GPU over those of the unoverlapped run
-    (:data:`DECODE_COMPUTE_CLASSES`; both scaled to 256 tokens per GPU).
+    (:data:`DECODE_COMPUTE_CLASSES`, launch gaps included; both scaled to 256
+    tokens per GPU). The unoverlapped 128-token run set beside the 256-token
+    one, which isolates the half batch from the overlap, gives 1.32 against
+    this 1.35.
     Model: twice the compute of a 128-sequence rank over that of a
     256-sequence one (:func:`helpers.serving.moe_streams`, the row's KV
     length and expert-parallel size), all-to-alls left out on both sides.
@@ -1904,7 +1913,7 @@ class PrefillBreakdown:
     streams: serving.MoeStreams
     """The model's two streams of the same step (:func:`helpers.serving.moe_streams`)."""
     alltoall_unit_test_s: float
-    """DeepEP's dispatch and combine timed alone at the same shapes (SGLang's unit tests, on its H100s), a step."""
+    """DeepEP's dispatch and combine timed alone at the same shapes (SGLang's unit tests; GPU unstated), a step."""
     expert_gemm_s: float
     """The run's expert GEMMs, a step (part of the first row)."""
     expert_gemm_unit_test_s: float

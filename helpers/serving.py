@@ -669,8 +669,8 @@ def prefill_compute_device(acc: str | Accelerator) -> Accelerator:
     ``helpers.papers.DEEPSEEK_PREFILL_SMS["communication"]`` (24) of an
     H800's 132. The compute then has the rest: tensor and vector peaks scale
     by the share of SMs left, memory bandwidth does not (the remaining SMs
-    still reach all of HBM). A GPU whose SM count the catalog lacks is
-    returned unchanged. Decode's low-latency kernels hold no SMs.
+    still reach all of HBM). A GPU whose SM count the catalog lacks loses the
+    share they take of an H800. Decode's low-latency kernels hold no SMs.
     """
     from dataclasses import replace
 
@@ -678,19 +678,23 @@ def prefill_compute_device(acc: str | Accelerator) -> Accelerator:
     from .steps import accelerator
 
     device = accelerator(acc)
-    if device.sm_count is None:
-        return device
     held = DEEPSEEK_PREFILL_SMS["communication"]
-    if held >= device.sm_count:
+    if device.sm_count is None:
+        # no SM count in the catalog: the all-to-alls take the share they take of an H800
+        left = 1 - held / sum(DEEPSEEK_PREFILL_SMS.values())
+        sms = None
+    elif held >= device.sm_count:
         raise ValueError(
             f"acc: {device.name} has {device.sm_count} SMs, not more than the {held} the all-to-alls hold"
         )
-    left = (device.sm_count - held) / device.sm_count
+    else:
+        left = (device.sm_count - held) / device.sm_count
+        sms = device.sm_count - held
     return replace(
         device,
         peak_flops={k: v * left for k, v in device.peak_flops.items()},
         vector_peak_flops={k: v * left for k, v in device.vector_peak_flops.items()},
-        sm_count=device.sm_count - held,
+        sm_count=sms,
     )
 
 
@@ -729,7 +733,8 @@ def _moe_step(
             if normal and ep > 8
             else per_expert
         )
-    device = prefill_compute_device(acc) if normal and comm > 0 else acc
+    # the SMs are DeepSeek's figure for its internode (EP32) prefill kernels
+    device = prefill_compute_device(acc) if normal and ep > 8 and comm > 0 else acc
     parts = moe_compute_parts(
         m,
         ctx,

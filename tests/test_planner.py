@@ -441,6 +441,17 @@ def test_cli_reads_a_malformed_trace_as_a_trace_error(
     assert planner.main(argv=[*BASE, "--trace", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --trace:") and "line 1" in err
+    # a field named like an option's parameter (input_length) is still the trace's fault
+    bad.write_text('{"timestamp": 0, "output_length": 5, "hash_ids": []}\n')
+    assert planner.main(argv=[*BASE, "--trace", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --trace:") and "input_length" in err, err
+
+
+def test_rates_are_shown_to_three_significant_figures() -> None:
+    assert planner._sig(37.0) == "37.0"
+    assert planner._sig(7.1) == "7.10"
+    assert planner._sig(1234.4) == "1,234"
 
 
 def test_published_comparison_has_every_case_with_a_source() -> None:

@@ -370,3 +370,28 @@ def test_prefill_compute_device_leaves_the_sms_the_all_to_alls_hold() -> None:
     assert left.memory_bandwidth == h800.memory_bandwidth
     with pytest.raises(KeyError, match="acc"):
         serving.prefill_compute_device("no-such-gpu")
+    # a GPU the catalog gives no SM count loses the share the all-to-alls take of an H800
+    bare = hardware.get_accelerator("B300")
+    assert bare.sm_count is None
+    cut = serving.prefill_compute_device("B300")
+    for dtype, peak in bare.peak_flops.items():
+        assert cut.peak_flops[dtype] == pytest.approx(peak * 108 / 132)
+
+
+def test_single_server_prefill_keeps_every_sm() -> None:
+    """DeepSeek's 24 SMs are its internode kernels' figure: an EP8 prefill keeps the whole GPU."""
+    step = serving.measured_step_time(
+        "deepseek-v3", 0, "H200", batch=0, chunk=8192, prompts=2, dtype="fp8", ep=8
+    )
+    parts = serving.moe_compute_parts(
+        "deepseek-v3", 0, "H200", batch=0, chunk=8192, prompts=2, ep=8
+    )
+    streams = serving._moe_step(
+        llm.get_model("deepseek-v3"), 0, "H200", batch=0, chunk=8192, prefix=0,
+        prompts=2, dtype="fp8", ep=8, ep_link="cx7", collectives=True,
+    )  # fmt: skip
+    assert streams.compute_s == pytest.approx(parts.seconds)  # no SMs held
+    assert (
+        streams.alltoall_s == streams.alltoall_per_expert_s > 0
+    )  # one server: per expert
+    assert step == pytest.approx(streams.step_s)

@@ -73,8 +73,8 @@ def render_plan_deployment(
         else ""
     )
     return (
-        f"Plan: **{b.label}** on {b.gpus} GPUs, "
-        f"**{p.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU**. "
+        f"Plan: **{b.label}**, on {b.gpus} GPUs. "
+        f"It serves **{p.goodput_tokens_per_s_per_gpu:,.0f} output tokens/s per GPU**. "
         f"It runs {b.batch} sequences per step. "
         f"Binding: {p.binding}.{cost} Runner-up: {p.why_not_runner_up or 'none'}."
     )
