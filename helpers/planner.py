@@ -1314,6 +1314,12 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
             "  replayed    : not replayed (a mixture of experts: its expert-parallel step is priced "
             "at an operating point, not replayed)"
         )
+    if b.ep > 1 or b.prefill_ep > 1:
+        lines.append(
+            "  NOTE        : expert-parallel steps are priced from kernels timed alone; beside published "
+            "deployments the planner's MoE pools come out optimistic, every class of kernel running "
+            "longer in a serving step (Chapter 13, 'Against published deployments')"
+        )
     if getattr(args, "trace", None) is None:
         lines.append(
             "  NOTE        : every request is taken as the mean one; percentile targets on prompts "

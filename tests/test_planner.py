@@ -994,3 +994,17 @@ def test_parse_layout_reads_the_deployments_files_layouts() -> None:
     for bad in ("8", "TP", "DP8"):
         with pytest.raises(ValueError, match="text"):
             planner.parse_layout(bad)
+
+
+def test_the_command_says_its_expert_parallel_pools_are_optimistic(capsys) -> None:
+    """The NOTE a MoE plan carries holds for every published MoE pool, and a dense plan does not carry it."""
+    moe = ["--model", "deepseek-v3", "--gpu", "H200", "--gpus", "32", "--isl", "4096",
+           "--osl", "1024", "--ttft", "2", "--tbt", "0.05", "--dtype", "fp8"]  # fmt: skip
+    assert planner.main(argv=moe) == 0
+    assert "MoE pools come out optimistic" in capsys.readouterr().out
+    assert planner.main(argv=SMALL_ARGV + ["--isl", "1000", "--osl", "100"]) == 0
+    assert "MoE pools" not in capsys.readouterr().out
+    rows = {r["case"]: r for r in planner.load_deployments()}
+    for r in planner.published_comparison():
+        if planner.resolve_model(rows[r["case"]]["model"]).moe is not None:
+            assert r["error"] > 0, r["case"]
