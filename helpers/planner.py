@@ -1788,6 +1788,36 @@ class BreakdownRow:
     """The model's time of the same kernels (:func:`helpers.serving.moe_streams`: its compute parts and all-to-alls)."""
 
 
+def _compute_rows(
+    ms: Mapping[str, float],
+    parts: Mapping[str, float],
+    layers: float,
+    *,
+    rest: tuple[str, float],
+) -> list[BreakdownRow]:
+    """The compute stream's classes of a published breakdown beside the model's parts.
+
+    ``ms``: the figure's ms per layer; ``layers``: what turns them into
+    seconds a step; ``rest``: the label and the figure's ms per layer of
+    everything on the compute stream but the matrix multiplies and attention.
+    """
+    return [
+        BreakdownRow(
+            "matrix multiplies, experts included",
+            (ms["moe"] + ms["gemm"]) * layers,
+            parts["gemm"],
+        ),
+        BreakdownRow(
+            "attention core", ms["attention_core"] * layers, parts["attention"]
+        ),
+        BreakdownRow(
+            rest[0],
+            rest[1] * layers,
+            sum(v for k, v in parts.items() if k not in ("gemm", "attention")),
+        ),
+    ]
+
+
 DECODE_BREAKDOWN_CASE = "sglang-96h100-decode"
 """The deployments-file row whose decode step :func:`decode_breakdown` takes apart."""
 
@@ -1824,20 +1854,13 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
     ms = runs[run]
     # ms per layer, scaled to 256 tokens per GPU -> s per step of this batch
     layers = m.n_layers / 1e3 * batch / 256
-    out = [
-        BreakdownRow(
-            "matrix multiplies, experts included",
-            (ms["moe"] + ms["gemm"]) * layers,
-            parts["gemm"],
-        ),
-        BreakdownRow(
-            "attention core", ms["attention_core"] * layers, parts["attention"]
-        ),
-        BreakdownRow(
-            "the rest of the compute stream",
-            (ms["other"] + ms["launch"]) * layers,
-            sum(v for k, v in parts.items() if k not in ("gemm", "attention")),
-        ),
+    out = _compute_rows(
+        ms,
+        parts,
+        layers,
+        rest=("the rest of the compute stream", ms["other"] + ms["launch"]),
+    )
+    out += [
         BreakdownRow(
             "all-to-alls (dispatch and combine)",
             (ms["dispatch"] + ms["combine"]) * layers,
@@ -1966,20 +1989,10 @@ def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
     parts = streams.compute_parts
     ms = runs[run]
     layers = m.n_layers / 1e3  # ms per layer -> s per step
-    out = [
-        BreakdownRow(
-            "matrix multiplies, experts included",
-            (ms["moe"] + ms["gemm"]) * layers,
-            parts["gemm"],
-        ),
-        BreakdownRow(
-            "attention core", ms["attention_core"] * layers, parts["attention"]
-        ),
-        BreakdownRow(
-            "the rest of the compute kernels",
-            ms["other"] * layers,
-            sum(v for k, v in parts.items() if k not in ("gemm", "attention")),
-        ),
+    out = _compute_rows(
+        ms, parts, layers, rest=("the rest of the compute kernels", ms["other"])
+    )
+    out += [
         BreakdownRow(
             "compute stream idle",
             ms["compute_bubble"] * layers,
