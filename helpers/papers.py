@@ -413,10 +413,133 @@ they run, so the overlapped compute runs on the rest. In decoding the same
 figure gives communication 0 SMs (the README: "after RDMA messages are
 issued, all GPU SMs are freed")."""
 
+SGLANG_EPLB_BALANCEDNESS: Mapping[str, tuple[tuple[int, float], ...]] = (
+    MappingProxyType(
+        {
+            "eplb": ((8, 0.944), (16, 0.902), (32, 0.800), (72, 0.810)),
+            "default": ((8, 0.674), (16, 0.614), (32, 0.551), (64, 0.478)),
+        }
+    )
+)
+"""GPU balancedness of a DeepSeek-V3 MoE layer against expert-parallel size, with and without EPLB.
+
+LMSYS blog (https://lmsys.org/blog/2025-05-05-large-scale-ep), section
+"Expert Parallelism Load Balancer", figure "Effects of Scale and EPLB to
+Balancedness" (``eplb-balancedness.png`` in lm-sys/lm-sys.github.io): a
+simulation from expert-distribution statistics, balancedness being "the
+ratio between mean computation time and maximum computation time for a MoE
+layer among GPUs", with each GPU's time taken as its token count. Pairs of
+(GPUs, balancedness); ``"eplb"``: with DeepSeek's load balancer (288
+experts), ``"default"``: the router's own placement. Read from the figure's
+pixels (log-scaled x axis mapped by its tick gridlines at 8, 10, 20, 40 and
+60, y by its gridlines at 0.4 to 1.0; marker centroids): GPU counts land
+within 0.2 of 8, 16, 32, 64 and 72, balancedness to about ±0.003. The batch
+of the simulation is not stated."""
+
+SGLANG_EPLB_CASE_STUDY: tuple[tuple[int, float, float], ...] = (
+    (13, 0.815, 2644),
+    (14, 0.803, 2610),
+    (15, 0.787, 2551),
+    (16, 0.781, 2494),
+    (17, 0.786, 2503),
+    (18, 0.803, 2575),
+    (20, 0.829, 2632),
+    (21, 0.839, 2677),
+    (22, 0.840, 2704),
+    (23, 0.850, 2732),
+    (24, 0.860, 2742),
+    (25, 0.869, 2756),
+    (26, 0.865, 2772),
+    (27, 0.874, 2785),
+    (28, 0.874, 2800),
+    (29, 0.881, 2793),
+    (30, 0.887, 2811),
+    (32, 0.894, 2829),
+    (33, 0.896, 2831),
+    (34, 0.900, 2850),
+    (35, 0.897, 2849),
+    (36, 0.894, 2850),
+    (38, 0.893, 2838),
+    (40, 0.900, 2845),
+    (41, 0.901, 2849),
+    (42, 0.903, 2859),
+    (43, 0.902, 2857),
+    (44, 0.904, 2853),
+    (45, 0.903, 2859),
+    (46, 0.907, 2863),
+    (47, 0.905, 2864),
+    (48, 0.905, 2854),
+    (49, 0.900, 2804),
+    (50, 0.900, 2837),
+    (51, 0.895, 2781),
+    (53, 0.897, 2868),
+    (54, 0.899, 2847),
+    (55, 0.901, 2850),
+    (56, 0.899, 2838),
+    (57, 0.901, 2847),
+    (58, 0.897, 2836),
+    (59, 0.894, 2835),
+    (60, 0.897, 2828),
+    (61, 0.892, 2836),
+    (62, 0.891, 2835),
+    (63, 0.889, 2825),
+    (64, 0.887, 2810),
+    (65, 0.889, 2805),
+    (66, 0.888, 2813),
+    (67, 0.885, 2819),
+    (68, 0.887, 2823),
+    (69, 0.888, 2804),
+    (70, 0.884, 2819),
+    (71, 0.879, 2811),
+    (72, 0.876, 2804),
+    (73, 0.874, 2796),
+    (74, 0.874, 2793),
+    (75, 0.875, 2796),
+    (76, 0.873, 2787),
+    (77, 0.873, 2777),
+    (78, 0.866, 2773),
+    (79, 0.866, 2780),
+    (80, 0.864, 2781),
+    (81, 0.865, 2772),
+    (82, 0.864, 2754),
+    (83, 0.861, 2755),
+    (84, 0.863, 2755),
+    (85, 0.863, 2765),
+    (86, 0.863, 2768),
+    (87, 0.863, 2765),
+    (88, 0.859, 2758),
+    (89, 0.857, 2747),
+)
+"""SGLang's decode case study, step by step: (decode step, balancedness, output tokens/s per GPU).
+
+Same LMSYS blog, section "Ablation Study: EPLB", figure "EPLB Case Study:
+Throughput vs Balancedness" (``eplb-throughput-vs-imbalance.png``): a decode
+run of DeepSeek-V3 on H100s with 1,800-token inputs, 100-token outputs and
+a batch of 256, EPLB on. Read at each step's column from the two curves
+(axes mapped by their tick labels: throughput ±3 tokens/s, balancedness
+±0.002); steps 19, 31, 37, 39 and 52 are left out where a curve could not be
+told apart from a gridline or ran off the chart (the throughput spike at
+step 52). The blog defines this balancedness over experts ("average token
+count divided by maximum token count"), its simulation above over GPUs."""
+
+SGLANG_EPLB_SPEEDUP: Mapping[str, float] = MappingProxyType(
+    {"prefill": 1.49, "decode": 2.54}
+)
+"""Throughput with EPLB over without it in SGLang's large-scale runs (H100, DeepSeek-V3).
+
+Same LMSYS blog, "Ablation Study: EPLB", "Overall Results": "EPLB delivers a
+significant speedup of 1.49x (prefill) and 2.54x (decode)"; its figure puts
+the runs at about 47.6k against 32.0k input tokens/s per node and 22.3k
+against 8.7k output tokens/s per node. The expert-parallel sizes are not
+stated; the blog's runs are EP32 prefill and EP72 decode."""
+
 __all__ += [
     "SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER",
     "SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE",
     "DEEPSEEK_PREFILL_SMS",
+    "SGLANG_EPLB_BALANCEDNESS",
+    "SGLANG_EPLB_CASE_STUDY",
+    "SGLANG_EPLB_SPEEDUP",
 ]
 
 # ---------------------------------------------------------------------------

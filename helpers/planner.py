@@ -68,6 +68,7 @@ __all__ = [
     "PREFILL_BREAKDOWN_PROMPT",
     "deployment_plan",
     "engine_flags",
+    "EPLB_REDUNDANT_EXPERTS",
     "engine_goodput",
     "load_deployments",
     "main",
@@ -289,6 +290,8 @@ class _Work:
     # each prompt's uncached tokens over the mean, in equal-probability bins
     # (a trace's spread; one bin of 1.0 without a trace: every prompt the mean)
     prompt_shape: tuple[float, ...] = (1.0,)
+    # how the router loads the busiest expert-parallel GPU (MoE models)
+    routing: str | float = "uniform"
 
     def uncached(self) -> list[int]:
         """Uncached prompt tokens of each bin of :attr:`prompt_shape` (the mean is ``isl - hit``)."""
@@ -312,6 +315,7 @@ def _work(
     network: Link,
     *,
     hit_share: float = 0.0,
+    routing: str | float = "uniform",
 ) -> _Work:
     """The planner's workload: every request the mean one, the decode context spread by its output alone.
 
@@ -330,6 +334,7 @@ def _work(
         ttft,
         tbt,
         network,
+        routing=routing,
     )
 
 
@@ -389,6 +394,7 @@ def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
         "ep": ep,
         "ep_link": w.network,
         "terms": serving.STEP_TERMS,
+        "routing": w.routing,
     }
 
 
@@ -937,6 +943,7 @@ def plan(
     network: str | Link | None = None,
     dtype: str = "bf16",
     engine: str = "vllm",
+    expert_routing: str | float = "eplb",
 ) -> Plan:
     """The best layout of ``n_gpus`` GPUs for a workload under p90 TTFT and TBT targets.
 
@@ -971,6 +978,12 @@ def plan(
         Weights and KV dtype.
     engine : str
         Engine whose flags come first in ``Plan.engine_flags`` (``"vllm"``, ``"sglang"``, ``"dynamo"``).
+    expert_routing : str or float
+        MoE models: how the router loads the busiest expert-parallel GPU
+        (:func:`helpers.serving.expert_skew`): ``"eplb"`` (the default, with
+        DeepSeek's load balancer, as SGLang and DeepSeek serve), ``"default"``
+        (without it), ``"uniform"`` (uniform routing, the optimistic floor) or
+        a measured balancedness in (0, 1].
 
     Raises
     ------
@@ -993,7 +1006,17 @@ def plan(
     if trace is not None and hit_rate is not None:
         raise ValueError("hit_rate: give a trace or a hit rate, not both")
     link = get_link(network if network is not None else "cx7")
-    w = _work(m, device, dtype, isl, osl, ttft, tbt, link)
+    w = _work(
+        m,
+        device,
+        dtype,
+        isl,
+        osl,
+        ttft,
+        tbt,
+        link,
+        routing=serving.checked_routing(expert_routing),
+    )
     tier_rows: list[TierRow] = []
     hits: Any = None
     if trace is not None:
@@ -1053,7 +1076,7 @@ def plan(
             f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
             f"{_sig(best.goodput_tokens_per_s_per_gpu)}. It is held back by: {r.binding}"
         )
-    flags = engine_flags(best, m, dtype=dtype)
+    flags = engine_flags(best, m, dtype=dtype, eplb=w.routing == "eplb")
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
     checked = _replay_check(w, best, trace, hits) if trace is not None else None
     return Plan(
@@ -1202,21 +1225,45 @@ ENGINES = ("vllm", "sglang", "dynamo")
 """Engines :func:`engine_flags` writes flags for."""
 
 ENGINE_SOURCES: dict[str, str] = {
-    "vllm": "docs.vllm.ai engine arguments and disaggregated prefilling (stable docs read Dec 2026; "
+    "vllm": "docs.vllm.ai engine arguments, disaggregated prefilling and EPLBConfig "
+    "(--enable-eplb, --eplb-config num_redundant_experts) (stable docs read Dec 2026; "
     "chunked prefill and prefix caching are on by default in the V1 engine)",
-    "sglang": "docs.sglang.io server arguments (--tp-size, --dp-size, --ep-size, --enable-dp-attention) and "
-    "PD disaggregation (read Dec 2026)",
+    "sglang": "docs.sglang.io server arguments (--tp-size, --dp-size, --ep-size, --enable-dp-attention, "
+    "--enable-eplb, --ep-num-redundant-experts) and PD disaggregation (read Dec 2026)",
     "dynamo": "NVIDIA Dynamo's TensorRT-LLM worker, python3 -m dynamo.trtllm, as its launch scripts in "
     "ai-dynamo/dynamo spell it (Dynamo docs v1.5 to v1.7), and TensorRT-LLM 1.4.0rc4 TorchLlmArgs for the "
-    "--extra-engine-args YAML (read Dec 2026)",
+    "--extra-engine-args YAML, its moe_config.load_balancer (num_slots, layer_updates_per_iter) as the "
+    "TensorRT-LLM wide-EP docs give it (read Dec 2026)",
 }
 """Where each engine's flag names were read, with the version (see ``appendix/engines.ipynb``)."""
 
 
+EPLB_REDUNDANT_EXPERTS = 32
+"""Redundant expert copies the load balancer is given (288 slots for DeepSeek-V3's 256 experts, as
+SGLang's blog and DeepSeek's EPLB example use), raised until the slots divide evenly over the GPUs."""
+
+
+def _eplb_redundant(model: llm.ModelConfig, ep: int) -> int:
+    """Spare experts for EPLB over ``ep`` GPUs: at least :data:`EPLB_REDUNDANT_EXPERTS`, slots divisible by ``ep``."""
+    assert model.moe is not None
+    n = model.moe.n_routed
+    r = EPLB_REDUNDANT_EXPERTS
+    return r + (-(n + r)) % ep
+
+
 def engine_flags(
-    cand: Candidate, model: llm.ModelConfig, *, dtype: str = "bf16"
+    cand: Candidate,
+    model: llm.ModelConfig,
+    *,
+    dtype: str = "bf16",
+    eplb: bool = False,
 ) -> dict[str, str]:
-    """Command-line flags (or config keys) that realise ``cand`` in vLLM, SGLang and Dynamo/TensorRT-LLM."""
+    """Command-line flags (or config keys) that realise ``cand`` in vLLM, SGLang and Dynamo/TensorRT-LLM.
+
+    ``eplb``: the plan priced expert-parallel pools with DeepSeek's load
+    balancer, so each engine's balancer is switched on with
+    :func:`_eplb_redundant` spare expert copies.
+    """
     kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
     cap = cand.batch_cap or cand.batch
     budget = cap + cand.chunk
@@ -1228,6 +1275,9 @@ def engine_flags(
             else f"--tensor-parallel-size {tp}"
         )
         s = f"vllm serve <{model.name}> {par}{kv} --max-num-seqs {max(batch, 1)}"
+        if ep > 1 and eplb:
+            r = _eplb_redundant(model, ep)
+            s += f" --enable-eplb --eplb-config '{{\"num_redundant_experts\":{r}}}'"
         if cand.mode == "aggregated":
             s += f" --max-num-batched-tokens {budget}"
         if role:
@@ -1243,6 +1293,8 @@ def engine_flags(
         kv_sglang = " --kv-cache-dtype fp8_e4m3" if dtype == "fp8" else ""
         s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv_sglang}"
         s += f" --max-running-requests {max(batch * max(ep, 1), 1)}"
+        if ep > 1 and eplb:
+            s += f" --enable-eplb --ep-num-redundant-experts {_eplb_redundant(model, ep)}"
         if cand.mode == "aggregated":
             s += f" --chunked-prefill-size {cand.chunk}"
         if role:
@@ -1257,8 +1309,16 @@ def engine_flags(
         s += f" --max-batch-size {max(batch, 1)} --max-num-tokens {tokens}"
         if role:
             s += f" --disaggregation-mode {role}"
+        slots = (
+            model.moe.n_routed + _eplb_redundant(model, ep)
+            if ep > 1 and eplb and model.moe is not None
+            else 0
+        )
         keys = [
             f"moe_expert_parallel_size: {ep}" if ep > 1 else "",
+            f"moe_config: {{load_balancer: {{num_slots: {slots}, layer_updates_per_iter: 1}}}}"
+            if slots
+            else "",
             "enable_chunked_prefill: true" if cand.mode == "aggregated" else "",
             "cache_transceiver_config: {backend: DEFAULT}" if role else "",
         ]
@@ -1316,9 +1376,10 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         )
     if b.ep > 1 or b.prefill_ep > 1:
         lines.append(
-            "  NOTE        : expert-parallel steps are priced from kernels timed alone; beside published "
-            "deployments the planner's MoE pools come out optimistic, every class of kernel running "
-            "longer in a serving step (Chapter 13, 'Against published deployments')"
+            "  NOTE        : expert-parallel steps are priced from kernels timed alone, the busiest GPU "
+            f"loaded as the router '{getattr(args, 'expert_routing', 'eplb')}' loads it (--expert-routing); "
+            "beside published deployments the planner's MoE pools still come out optimistic, every class "
+            "of kernel running longer in a serving step (Chapter 13, 'Against published deployments')"
         )
     if getattr(args, "trace", None) is None:
         lines.append(
@@ -1402,11 +1463,28 @@ def _parser() -> argparse.ArgumentParser:
         choices=ENGINES,
         help="engine whose flags are printed first (all are printed)",
     )
+    ap.add_argument(
+        "--expert-routing",
+        default="eplb",
+        help="MoE: eplb (default), default (no load balancer), uniform, "
+        "or a measured balancedness in (0, 1]",
+    )
     return ap
+
+
+def _routing_arg(text: str) -> str | float:
+    """``--expert-routing`` as :func:`plan` takes it: a name, or a number given as text."""
+    if text in serving.EXPERT_ROUTING:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        return text  # plan() names the choices
 
 
 def _option_for(message: str) -> str:
     for key, opt in (
+        ("routing", "--expert-routing"),
         ("(--isl)", "--isl"),
         ("(--osl)", "--osl"),
         ("no layout", "--ttft/--tbt"),
@@ -1483,6 +1561,7 @@ def main(*, argv: Sequence[str] | None = None) -> int:
             network=args.network,
             dtype=args.dtype,
             engine=args.engine,
+            expert_routing=_routing_arg(args.expert_routing),
         )
     except (KeyError, ValueError, TypeError, FileNotFoundError) as err:
         msg = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
@@ -1627,7 +1706,13 @@ def deployment_plan(row: dict[str, str], *, trace: Any = None) -> Plan:
         hit_rate=None if trace is not None else float(row["hit_rate"]) or None,
         trace=trace,
         dtype=row["dtype"],
+        expert_routing=_row_routing(row),
     )
+
+
+def _row_routing(row: dict[str, str]) -> str:
+    """The router a deployment's source ran (``expert_routing`` column; empty for dense models: uniform)."""
+    return row.get("expert_routing", "").strip() or "uniform"
 
 
 def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
@@ -1660,6 +1745,7 @@ def pool_throughputs(row: dict[str, str]) -> dict[str, Any]:
         float(row["tbt_slo_s"]),
         get_link("cx7"),
         hit_share=float(row["hit_rate"]),
+        routing=serving.checked_routing(_row_routing(row)),
     )
     hit = w.hit
     ptp, pep = parse_layout(row["prefill_layout"])

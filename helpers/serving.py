@@ -698,6 +698,76 @@ def prefill_compute_device(acc: str | Accelerator) -> Accelerator:
     )
 
 
+EXPERT_ROUTING = ("uniform", "eplb", "default")
+"""How a MoE deployment's tokens spread over its expert-parallel GPUs.
+
+``"uniform"``: every token-expert pair lands on a GPU uniformly at random,
+the statistical floor (:func:`helpers.steps.imbalance`); ``"eplb"``: a
+router's measured skew with DeepSeek's load balancer (EPLB) placing the
+experts; ``"default"``: the same router without it. The last two read
+:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`.
+"""
+
+
+def expert_balance(ep: int, routing: str | float) -> float:
+    """Balancedness of an expert-parallel MoE layer over ``ep`` GPUs: mean GPU load over the busiest's (0-1].
+
+    SGLang's simulation of DeepSeek-V3's router
+    (:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`), with (``"eplb"``) or
+    without (``"default"``) DeepSeek's load balancer, interpolated linearly
+    in the logarithm of ``ep`` between the simulated sizes and held at the
+    end values outside them (the with-EPLB curve is flat from 32 to 72 GPUs;
+    nothing is published past 72). ``"uniform"`` and ``ep = 1``: 1.0 (no
+    skew beyond the statistics :func:`helpers.steps.imbalance` prices). A
+    number in (0, 1] is taken as a measured balancedness, at any ``ep``.
+
+    >>> expert_balance(32, "eplb")
+    0.8
+    >>> expert_balance(144, "eplb")
+    0.81
+    >>> round(expert_balance(24, "default"), 3)
+    0.577
+    """
+    from .papers import SGLANG_EPLB_BALANCEDNESS
+
+    ep = _args.positive_int("ep", ep)
+    routing = checked_routing(routing)
+    if not isinstance(routing, str):
+        return routing
+    if routing == "uniform" or ep == 1:
+        return 1.0
+    points = SGLANG_EPLB_BALANCEDNESS[routing]
+    sizes = [math.log(n) for n, _ in points]
+    values = [b for _, b in points]
+    return float(np.interp(math.log(ep), sizes, values))
+
+
+def expert_skew(ep: int, routing: str | float, *, assignments: float) -> float:
+    """How much longer the busiest expert-parallel GPU's share takes than uniform routing gives it (>= 1).
+
+    An expert-parallel step waits for its busiest GPU, in the expert GEMMs
+    and in the all-to-alls that fill and drain them (SGLang's blog: the
+    imbalance "forces the system to wait for the slowest GPU computation or
+    communication"). That GPU carries ``1 / b`` of the mean load, with ``b``
+    the router's balancedness (:func:`expert_balance`); uniform routing of
+    ``assignments`` token-expert pairs already gives it
+    :func:`helpers.steps.imbalance` of the mean, which the kernel prices
+    include. The skew is their ratio, never below 1: a balancer places
+    experts, it cannot remove the step's own random spread.
+
+    >>> expert_skew(72, "uniform", assignments=256 * 72 * 8)
+    1.0
+    >>> round(expert_skew(72, "eplb", assignments=256 * 72 * 8), 3)
+    1.16
+    """
+    from .steps import imbalance
+
+    b = expert_balance(ep, routing)
+    if ep == 1:
+        return 1.0
+    return max(1.0, 1.0 / (b * imbalance(assignments, ep)))
+
+
 def _moe_step(
     m: ModelConfig,
     ctx: int,
@@ -711,8 +781,13 @@ def _moe_step(
     ep: int,
     ep_link: str | Link,
     collectives: bool,
+    routing: str | float = "uniform",
 ) -> MoeStreams:
-    """One expert-parallel rank's step, its two streams apart (arguments checked by the callers)."""
+    """One expert-parallel rank's step, its two streams apart (arguments checked by the callers).
+
+    The busiest GPU's expert GEMMs and all-to-alls stretch by
+    :func:`expert_skew` under ``routing``.
+    """
     from .hardware import get_link
     from .parallel import tp_link
 
@@ -724,12 +799,14 @@ def _moe_step(
     # (SGLang's blog: its normal and low-latency modes cannot share one
     # data-parallel-attention group without disaggregation)
     normal = prefill and batch == 0
+    assert m.moe is not None
+    skew = expert_skew(ep, routing, assignments=tokens * ep * m.moe.top_k)
     comm = per_expert = 0.0
     if collectives:
         link = tp_link(acc) if ep <= 8 else get_link(ep_link)
-        per_expert = _ep_comm(m, tokens, ep, link, decode=not prefill)
+        per_expert = skew * _ep_comm(m, tokens, ep, link, decode=not prefill)
         comm = (
-            _ep_comm(m, tokens, ep, link, decode=False, nvlink=tp_link(acc))
+            skew * _ep_comm(m, tokens, ep, link, decode=False, nvlink=tp_link(acc))
             if normal and ep > 8
             else per_expert
         )
@@ -745,6 +822,7 @@ def _moe_step(
         prompts=prompts,
         dtype=dtype,
         ep=ep,
+        expert_skew=skew,
     )
     step = two_batch_overlap(parts.seconds, comm, tokens=tokens, decode=not prefill)
     return MoeStreams(parts.seconds, comm, per_expert, step, parts.parts)
@@ -762,6 +840,7 @@ def moe_streams(
     dtype: str = "fp8",
     ep: int,
     ep_link: str | Link = "cx7",
+    routing: str | float = "uniform",
 ) -> MoeStreams:
     """Compute and all-to-all streams of one rank's expert-parallel step (``tp = 1``, ``ep > 8``).
 
@@ -770,6 +849,7 @@ def moe_streams(
     all-to-all is priced as DeepEP's normal kernels send it, one copy per
     server reached, and beside it with one copy per expert; its compute runs
     on the SMs the all-to-alls leave (:func:`prefill_compute_device`).
+    ``routing``: one of :data:`EXPERT_ROUTING` or a balancedness (:func:`expert_skew`).
     """
     m = get_model(model)
     if m.moe is None:
@@ -797,7 +877,22 @@ def moe_streams(
         ep=ep,
         ep_link=ep_link,
         collectives=True,
+        routing=checked_routing(routing),
     )
+
+
+def checked_routing(routing: str | float) -> str | float:
+    """``routing`` checked: a name in :data:`EXPERT_ROUTING` or a balancedness in (0, 1]."""
+    if isinstance(routing, str):
+        if routing not in EXPERT_ROUTING:
+            raise ValueError(
+                f"routing: choose one of {EXPERT_ROUTING} or a balancedness in (0, 1], got {routing!r}"
+            )
+        return routing
+    b = _args.positive("routing", routing)
+    if b > 1:
+        raise ValueError(f"routing: a balancedness is at most 1, got {routing!r}")
+    return b
 
 
 def measured_step_time(
@@ -814,6 +909,7 @@ def measured_step_time(
     ep_link: str | Link = "cx7",
     terms: Collection[str] = EFFICIENCY_TERMS,
     prompts: int = 1,
+    routing: str | float = "uniform",
 ) -> float:
     """Seconds of one step at measured efficiency: ``batch`` decoding sequences and a ``chunk`` of prompt.
 
@@ -838,7 +934,8 @@ def measured_step_time(
     runs on the SMs they leave (:func:`prefill_compute_device`);
     a rank's ``chunk`` may hold ``prompts`` equal prompts, each after
     ``prefix`` cached tokens (prefill at a published tokens-per-GPU batch).
-    ``context`` may be fractional (a mean).
+    ``routing`` (one of :data:`EXPERT_ROUTING`, or a measured balancedness): how the router loads the
+    busiest GPU (:func:`expert_skew`). ``context`` may be fractional (a mean).
     """
     m = get_model(model)
     chosen = _terms(terms)
@@ -907,6 +1004,7 @@ def measured_step_time(
         ep=ep,
         ep_link=ep_link,
         collectives="collectives" in chosen,
+        routing=checked_routing(routing),
     ).step_s
 
 
@@ -921,6 +1019,7 @@ def moe_compute_parts(
     prompts: int = 1,
     dtype: str = "fp8",
     ep: int,
+    expert_skew: float = 1.0,
 ) -> StepTime:
     """One expert-parallel rank's step without its all-to-alls, kernel by kernel (a :class:`helpers.steps.StepTime`).
 
@@ -930,6 +1029,7 @@ def moe_compute_parts(
     ``chunk``: the engine simulator's pricing (measured shares per kernel,
     per-kernel floors, the busiest GPU's experts), so the planner and the
     simulator price a MoE step alike. Its ``parts`` say where the time goes.
+    ``expert_skew``: the busiest GPU's extra expert load (:func:`expert_skew`).
     """
     from . import steps
 
@@ -961,6 +1061,7 @@ def moe_compute_parts(
         weight_dtype=dtype,
         kv_dtype=dtype,
         link=None,
+        expert_skew=expert_skew,
     )
     return st
 
@@ -1039,9 +1140,11 @@ def measured_max_batch(
     ep_link: str | Link = "cx7",
     terms: Collection[str] = EFFICIENCY_TERMS,
     reserve: float = 0.1,
+    routing: str | float = "uniform",
 ) -> tuple[int, float, str]:
     """Largest decode batch (per instance, or per rank under EP) whose slow step meets ``tbt_s``.
 
+    ``routing``: as in :func:`measured_step_time` (MoE under expert parallelism).
     The slow step is :func:`measured_step_time` at :func:`tail_context` when
     ``"tail_headroom"`` is on (the mean context otherwise). The batch is also
     capped by the KV caches that fit (at the tail context plus one token).
@@ -1064,6 +1167,7 @@ def measured_max_batch(
         "ep": ep,
         "ep_link": ep_link,
         "terms": chosen,
+        "routing": checked_routing(routing),
     }
 
     def slow_context(b: int) -> float:
@@ -1211,6 +1315,7 @@ def pd_ratio_gap(
 
 __all__ = [
     "EFFICIENCY_TERMS",
+    "EXPERT_ROUTING",
     "KERNEL_SUM",
     "chunking_cost",
     "MLA_CORE_DTYPE",
@@ -1225,6 +1330,9 @@ __all__ = [
     "colocated_step",
     "colocated_step_time",
     "efficiency_device",
+    "expert_balance",
+    "expert_skew",
+    "checked_routing",
     "measured_max_batch",
     "measured_step_time",
     "moe_compute_parts",

@@ -343,6 +343,7 @@ class _Config:
     kv_dtype: str
     link: Link | None
     gemm_overlap: float = 0.0
+    expert_skew: float = 1.0
 
 
 class Pricer:
@@ -549,7 +550,7 @@ class Pricer:
         if ep > 1:
             local_experts = e / ep
             arrivals = tokens * k / ep  # token-expert pairs per GPU, mean
-            arrivals *= imbalance(tokens * k, ep)
+            arrivals *= imbalance(tokens * k, ep) * cfg.expert_skew
             touched = (
                 local_experts * (1 - (1 - 1 / local_experts) ** arrivals)
                 if local_experts > 1
@@ -777,6 +778,7 @@ def _pricer(cfg: _Config) -> Pricer:
         if cfg.link is None
         else (cfg.link.name, cfg.link.bandwidth, cfg.link.latency),
         cfg.gemm_overlap,
+        cfg.expert_skew,
     )
     hit = _PRICERS.get(key)
     if hit is None:
@@ -798,6 +800,7 @@ def pricer(
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
     gemm_overlap: float = 0.0,
+    expert_skew: float = 1.0,
 ) -> Pricer:
     """The cached step pricer of one deployment (what :mod:`helpers.engine` calls every iteration).
 
@@ -807,8 +810,14 @@ def pricer(
     kernel, 1 none (:func:`helpers.roofline.overlap_bounds`' upper end). A
     sensitivity, not a calibrated constant: no published GEMM-versus-rows
     curve in the calibration data pins it (see the module docstring).
+    ``expert_skew`` (>= 1): the busiest expert-parallel GPU's load over what
+    uniform routing gives it (:func:`imbalance`); 1, the default, is uniform
+    routing (:func:`helpers.serving.expert_skew` for a measured router).
     """
     overlap = _args.non_negative("gemm_overlap", gemm_overlap)
+    skew = _args.positive("expert_skew", expert_skew)
+    if skew < 1:
+        raise ValueError(f"expert_skew must be >= 1, got {expert_skew!r}")
     if overlap > 1:
         raise ValueError(f"gemm_overlap must be in [0, 1], got {gemm_overlap!r}")
     m = get_model(model)
@@ -849,7 +858,9 @@ def pricer(
         spec = None
     else:
         spec = get_link(link)
-    return _pricer(_Config(m, device, tp, ep, dp_attention, w, a, kv, spec, overlap))
+    return _pricer(
+        _Config(m, device, tp, ep, dp_attention, w, a, kv, spec, overlap, skew)
+    )
 
 
 def mixed_step(
@@ -869,6 +880,7 @@ def mixed_step(
     kv_dtype: str | None = None,
     link: str | Link | None = "auto",
     gemm_overlap: float = 0.0,
+    expert_skew: float = 1.0,
 ) -> StepTime:
     """Predicted time of one engine step: ``decode_batch`` decodes at mean ``decode_context`` plus prefill ``chunks``.
 
@@ -899,8 +911,9 @@ def mixed_step(
         ``kv_dtype=None``: 16-bit).
     link
         ``"auto"`` (:func:`helpers.parallel.tp_link`), a link, or ``None`` (no collectives).
-    gemm_overlap
-        Inside-GEMM overlap sensitivity, as in :func:`pricer`.
+    gemm_overlap, expert_skew
+        Inside-GEMM overlap sensitivity and the busiest expert GPU's extra
+        load, as in :func:`pricer`.
     """
     p = pricer(
         model,
@@ -913,6 +926,7 @@ def mixed_step(
         kv_dtype=kv_dtype,
         link=link,
         gemm_overlap=gemm_overlap,
+        expert_skew=expert_skew,
     )
     b = _args.non_negative_int("decode_batch", decode_batch)
     ctx = _args.non_negative("decode_context", decode_context)

@@ -505,8 +505,9 @@ def test_published_pools_are_priced_at_the_sources_operating_point() -> None:
     assert row["decode_batch_per_gpu"] == "256" and row["decode_kv_len"] == "2000"
     assert "https://" in row["operating_point_source"]
     got = planner.pool_throughputs(row)["decode_output_tokens_per_s_per_gpu"]
+    assert row["expert_routing"] == "eplb"
     step = serving.measured_step_time(
-        "deepseek-v3", 2000, "H100", batch=256, dtype="fp8", ep=72
+        "deepseek-v3", 2000, "H100", batch=256, dtype="fp8", ep=72, routing="eplb"
     )
     assert got == pytest.approx(256 / step)
     blank = dict(
@@ -1001,7 +1002,7 @@ def test_the_command_says_its_expert_parallel_pools_are_optimistic(capsys) -> No
     moe = ["--model", "deepseek-v3", "--gpu", "H200", "--gpus", "32", "--isl", "4096",
            "--osl", "1024", "--ttft", "2", "--tbt", "0.05", "--dtype", "fp8"]  # fmt: skip
     assert planner.main(argv=moe) == 0
-    assert "MoE pools come out optimistic" in capsys.readouterr().out
+    assert "MoE pools still come out optimistic" in capsys.readouterr().out
     assert planner.main(argv=SMALL_ARGV + ["--isl", "1000", "--osl", "100"]) == 0
     assert "MoE pools" not in capsys.readouterr().out
     rows = {r["case"]: r for r in planner.load_deployments()}
