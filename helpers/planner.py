@@ -1815,7 +1815,8 @@ class PoolStreams:
     low_s: float
     high_s: float
     model: serving.MoeStreams
-    """The model's two streams of the same step (its step: ``model.step_s``)."""
+    """The model's two streams of the same step (its step: ``model.step_s``), the busiest GPU loaded
+    as the source's router loads it (the deployments file's ``expert_routing``)."""
 
 
 def pool_streams(case: str) -> PoolStreams:
@@ -1840,6 +1841,7 @@ def pool_streams(case: str) -> PoolStreams:
             batch=tokens,
             dtype=row["dtype"],
             ep=ep,
+            routing=_row_routing(row),
         )
     else:
         isl = int(row["input_len"])
@@ -1854,6 +1856,7 @@ def pool_streams(case: str) -> PoolStreams:
             prompts=prompts,
             dtype=row["dtype"],
             ep=ep,
+            routing=_row_routing(row),
         )
     step = tokens / float(row["value"])
     total, low, high = serving.overlap_streams(
@@ -1920,7 +1923,8 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
     (experts included), the attention core, everything else on the compute
     stream (elementwise kernels, LM head, sampling, launch gaps), the
     all-to-alls, and the step. The model prices the same rank at the row's
-    KV length and expert-parallel size. The figure's times are scaled to 256
+    KV length and expert-parallel size, its busiest GPU loaded as the row's
+    router loads it (EPLB, as SGLang's decode runs were set up). The figure's times are scaled to 256
     tokens per GPU; the 128-token run's are halved back to one of its steps.
     """
     from .papers import SGLANG_DECODE_BREAKDOWN_MS_PER_LAYER as runs
@@ -1934,7 +1938,13 @@ def decode_breakdown(*, run: str = "no_tbo_256") -> list[BreakdownRow]:
     batch = int(run.rsplit("_", 1)[1])
     context = int(row["decode_kv_len"])
     streams = serving.moe_streams(
-        m, context, row["gpu"], batch=batch, dtype=row["dtype"], ep=ep
+        m,
+        context,
+        row["gpu"],
+        batch=batch,
+        dtype=row["dtype"],
+        ep=ep,
+        routing=_row_routing(row),
     )
     parts = streams.compute_parts
     ms = runs[run]

@@ -653,12 +653,16 @@ def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
     rows = planner.decode_breakdown()
     assert [r.kernels for r in rows][-1] == "step"
     assert sum(r.model_s for r in rows[:-1]) == pytest.approx(rows[-1].model_s)
-    streams = serving.moe_streams("deepseek-v3", 2000, "H100", batch=256, ep=72)
+    # the published decode row's router (EPLB) loads the busiest GPU, as the planner prices it
+    streams = serving.moe_streams(
+        "deepseek-v3", 2000, "H100", batch=256, ep=72, routing="eplb"
+    )
     assert rows[-1].model_s == pytest.approx(streams.compute_s + streams.alltoall_s)
+    skew = serving.expert_skew(72, "eplb", assignments=256 * 72 * 8)
     assert rows[0].model_s == pytest.approx(
-        serving.moe_compute_parts("deepseek-v3", 2000, "H100", batch=256, ep=72).parts[
-            "gemm"
-        ]
+        serving.moe_compute_parts(
+            "deepseek-v3", 2000, "H100", batch=256, ep=72, expert_skew=skew
+        ).parts["gemm"]
     )
     with pytest.raises(ValueError, match="run"):
         planner.decode_breakdown(run="tbo_256")
