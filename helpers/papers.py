@@ -368,7 +368,10 @@ figure "Prefill Time Breakdown"
 lm-sys/lm-sys.github.io): "scaled mean time per layer" for 16,384 tokens per
 GPU in 4,096-token prompts, with two-batch overlap, in four runs. ``deepseek_profile``:
 DeepSeek's published profile (H800, routing simulated as perfectly balanced);
-``sglang``: SGLang on H100 with its default expert distribution;
+``sglang``: SGLang on H100 with the expert placement of its end-to-end runs
+(the blog's "Default EPLB": its experimental setup places experts with EPLB
+from a distribution matching the benchmark's data; the figure labels the
+run "SGLang");
 ``sglang_perfect_eplb``: the same with routing simulated as balanced;
 ``unit_test``: DeepEP's and the grouped GEMM's kernels timed alone at the same
 shapes (only those three bars are drawn). The runs overlap their two streams,

@@ -1225,15 +1225,12 @@ ENGINES = ("vllm", "sglang", "dynamo")
 """Engines :func:`engine_flags` writes flags for."""
 
 ENGINE_SOURCES: dict[str, str] = {
-    "vllm": "docs.vllm.ai engine arguments, disaggregated prefilling and EPLBConfig "
-    "(--enable-eplb, --eplb-config num_redundant_experts) (stable docs read Dec 2026; "
+    "vllm": "docs.vllm.ai engine arguments, disaggregated prefilling and EPLBConfig (stable docs read Dec 2026; "
     "chunked prefill and prefix caching are on by default in the V1 engine)",
-    "sglang": "docs.sglang.io server arguments (--tp-size, --dp-size, --ep-size, --enable-dp-attention, "
-    "--enable-eplb, --ep-num-redundant-experts) and PD disaggregation (read Dec 2026)",
+    "sglang": "docs.sglang.io server arguments and PD disaggregation (read Dec 2026)",
     "dynamo": "NVIDIA Dynamo's TensorRT-LLM worker, python3 -m dynamo.trtllm, as its launch scripts in "
-    "ai-dynamo/dynamo spell it (Dynamo docs v1.5 to v1.7), and TensorRT-LLM 1.4.0rc4 TorchLlmArgs for the "
-    "--extra-engine-args YAML, its moe_config.load_balancer (num_slots, layer_updates_per_iter) as the "
-    "TensorRT-LLM wide-EP docs give it (read Dec 2026)",
+    "ai-dynamo/dynamo spell it (Dynamo docs v1.5 to v1.7), and TensorRT-LLM 1.4.0rc4 TorchLlmArgs and its "
+    "wide-EP docs for the --extra-engine-args YAML (read Dec 2026)",
 }
 """Where each engine's flag names were read, with the version (see ``appendix/engines.ipynb``)."""
 
