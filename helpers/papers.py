@@ -420,7 +420,7 @@ SGLANG_EPLB_BALANCEDNESS: Mapping[str, tuple[tuple[int, float], ...]] = (
     MappingProxyType(
         {
             "eplb": ((8, 0.944), (16, 0.902), (32, 0.800), (72, 0.810)),
-            "default": ((8, 0.674), (16, 0.614), (32, 0.551), (64, 0.478)),
+            "none": ((8, 0.674), (16, 0.614), (32, 0.551), (64, 0.478)),
         }
     )
 )
@@ -433,7 +433,7 @@ simulation from expert-distribution statistics, balancedness being "the
 ratio between mean computation time and maximum computation time for a MoE
 layer among GPUs", with each GPU's time taken as its token count. Pairs of
 (GPUs, balancedness); ``"eplb"``: with DeepSeek's load balancer (288
-experts), ``"default"``: the router's own placement. Read from the figure's
+experts), ``"none"``: the router's own placement, no balancer. Read from the figure's
 pixels (log-scaled x axis mapped by its tick gridlines at 8, 10, 20, 40 and
 60, y by its gridlines at 0.4 to 1.0; marker centroids): GPU counts land
 within 0.2 of 8, 16, 32, 64 and 72, balancedness to about ±0.003. The batch

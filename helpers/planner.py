@@ -66,9 +66,9 @@ __all__ = [
     "PrefillBreakdown",
     "PREFILL_BREAKDOWN_CASES",
     "PREFILL_BREAKDOWN_PROMPT",
+    "default_routing",
     "deployment_plan",
     "engine_flags",
-    "EPLB_REDUNDANT_EXPERTS",
     "engine_goodput",
     "load_deployments",
     "main",
@@ -374,7 +374,12 @@ def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
     else:
         ep = NODE_GPUS
         while ep <= n_gpus:
-            if serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) > 0:
+            if (
+                serving.moe_rank_kv_bytes(
+                    w.model, w.acc, ep=ep, dtype=w.dtype, spares=_spares(w, ep)
+                )
+                > 0
+            ):
                 out.append((1, ep))
             ep *= 2
         if (
@@ -382,9 +387,40 @@ def _sizes(w: _Work, n_gpus: int) -> list[tuple[int, int]]:
             and n_gpus >= NODE_GPUS
             and n_gpus % NODE_GPUS == 0
         ):
-            if serving.moe_rank_kv_bytes(w.model, w.acc, ep=n_gpus, dtype=w.dtype) > 0:
+            if (
+                serving.moe_rank_kv_bytes(
+                    w.model, w.acc, ep=n_gpus, dtype=w.dtype, spares=_spares(w, n_gpus)
+                )
+                > 0
+            ):
                 out.append((1, n_gpus))
     return out
+
+
+def default_routing(
+    model: str | llm.ModelConfig, *, routing: str | float | None = None
+) -> str | float:
+    """``routing``, or when ``None`` the router the planner assumes for ``model``.
+
+    ``"eplb"`` for a model with DeepSeek-V3's router (the only router whose
+    balance under EPLB is published: :data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`),
+    ``"uniform"`` for any other model, dense ones included.
+
+    >>> default_routing("deepseek-v3"), default_routing("qwen3-235b-a22b")
+    ('eplb', 'uniform')
+    """
+    if routing is not None:
+        return routing
+    m = resolve_model(model)
+    same = m.moe is not None and m.moe == llm.get_model("deepseek-v3").moe
+    return "eplb" if same else "uniform"
+
+
+def _spares(w: _Work, ep: int) -> int:
+    """EPLB's spare expert copies over ``ep`` GPUs when the plan runs the balancer (they take memory)."""
+    if w.routing != "eplb" or ep <= 1 or w.model.moe is None:
+        return 0
+    return serving.eplb_spares(w.model, ep)
 
 
 def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
@@ -525,7 +561,10 @@ def _aggregated(
                 context + w.osl
             )
             cap = int(
-                serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) // per
+                serving.moe_rank_kv_bytes(
+                    w.model, w.acc, ep=ep, dtype=w.dtype, spares=_spares(w, ep)
+                )
+                // per
             )
         if cap < 1:
             continue
@@ -650,7 +689,10 @@ def _smallest_batch(
     else:
         per = llm.kv_cache_bytes_per_token(w.model, dtype=w.dtype) * (context + w.osl)
         cap = int(
-            serving.moe_rank_kv_bytes(w.model, w.acc, ep=ep, dtype=w.dtype) // per
+            serving.moe_rank_kv_bytes(
+                w.model, w.acc, ep=ep, dtype=w.dtype, spares=_spares(w, ep)
+            )
+            // per
         )
     if cap < 1 or not enough(
         cap
@@ -943,7 +985,7 @@ def plan(
     network: str | Link | None = None,
     dtype: str = "bf16",
     engine: str = "vllm",
-    expert_routing: str | float = "eplb",
+    expert_routing: str | float | None = None,
 ) -> Plan:
     """The best layout of ``n_gpus`` GPUs for a workload under p90 TTFT and TBT targets.
 
@@ -978,12 +1020,13 @@ def plan(
         Weights and KV dtype.
     engine : str
         Engine whose flags come first in ``Plan.engine_flags`` (``"vllm"``, ``"sglang"``, ``"dynamo"``).
-    expert_routing : str or float
+    expert_routing : str, float or None
         MoE models: how the router loads the busiest expert-parallel GPU
-        (:func:`helpers.serving.expert_skew`): ``"eplb"`` (the default, with
-        DeepSeek's load balancer, as SGLang and DeepSeek serve), ``"default"``
-        (without it), ``"uniform"`` (uniform routing, the optimistic floor) or
-        a measured balancedness in (0, 1].
+        (:func:`helpers.serving.expert_skew`): ``"eplb"`` (DeepSeek's load
+        balancer, as SGLang and DeepSeek serve; its spare experts take
+        memory), ``"none"`` (no balancer), ``"uniform"`` (uniform routing, the
+        optimistic floor) or a measured balancedness in (0, 1]. ``None``:
+        :func:`default_routing`.
 
     Raises
     ------
@@ -1015,7 +1058,7 @@ def plan(
         ttft,
         tbt,
         link,
-        routing=serving.checked_routing(expert_routing),
+        routing=serving.checked_routing(default_routing(m, routing=expert_routing)),
     )
     tier_rows: list[TierRow] = []
     hits: Any = None
@@ -1235,19 +1278,6 @@ ENGINE_SOURCES: dict[str, str] = {
 """Where each engine's flag names were read, with the version (see ``appendix/engines.ipynb``)."""
 
 
-EPLB_REDUNDANT_EXPERTS = 32
-"""Redundant expert copies the load balancer is given (288 slots for DeepSeek-V3's 256 experts, as
-SGLang's blog and DeepSeek's EPLB example use), raised until the slots divide evenly over the GPUs."""
-
-
-def _eplb_redundant(model: llm.ModelConfig, ep: int) -> int:
-    """Spare experts for EPLB over ``ep`` GPUs: at least :data:`EPLB_REDUNDANT_EXPERTS`, slots divisible by ``ep``."""
-    assert model.moe is not None
-    n = model.moe.n_routed
-    r = EPLB_REDUNDANT_EXPERTS
-    return r + (-(n + r)) % ep
-
-
 def engine_flags(
     cand: Candidate,
     model: llm.ModelConfig,
@@ -1259,7 +1289,7 @@ def engine_flags(
 
     ``eplb``: the plan priced expert-parallel pools with DeepSeek's load
     balancer, so each engine's balancer is switched on with
-    :func:`_eplb_redundant` spare expert copies.
+    :func:`helpers.serving.eplb_spares` spare expert copies.
     """
     kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
     cap = cand.batch_cap or cand.batch
@@ -1273,7 +1303,7 @@ def engine_flags(
         )
         s = f"vllm serve <{model.name}> {par}{kv} --max-num-seqs {max(batch, 1)}"
         if ep > 1 and eplb:
-            r = _eplb_redundant(model, ep)
+            r = serving.eplb_spares(model, ep)
             s += f" --enable-eplb --eplb-config '{{\"num_redundant_experts\":{r}}}'"
         if cand.mode == "aggregated":
             s += f" --max-num-batched-tokens {budget}"
@@ -1291,7 +1321,7 @@ def engine_flags(
         s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv_sglang}"
         s += f" --max-running-requests {max(batch * max(ep, 1), 1)}"
         if ep > 1 and eplb:
-            s += f" --enable-eplb --ep-num-redundant-experts {_eplb_redundant(model, ep)}"
+            s += f" --enable-eplb --ep-num-redundant-experts {serving.eplb_spares(model, ep)}"
         if cand.mode == "aggregated":
             s += f" --chunked-prefill-size {cand.chunk}"
         if role:
@@ -1307,13 +1337,14 @@ def engine_flags(
         if role:
             s += f" --disaggregation-mode {role}"
         slots = (
-            model.moe.n_routed + _eplb_redundant(model, ep)
+            model.moe.n_routed + serving.eplb_spares(model, ep)
             if ep > 1 and eplb and model.moe is not None
             else 0
         )
         keys = [
             f"moe_expert_parallel_size: {ep}" if ep > 1 else "",
-            f"moe_config: {{load_balancer: {{num_slots: {slots}, layer_updates_per_iter: 1}}}}"
+            "moe_config: {backend: WIDEEP, load_balancer: "
+            f"{{num_slots: {slots}, layer_updates_per_iter: 1}}}}"
             if slots
             else "",
             "enable_chunked_prefill: true" if cand.mode == "aggregated" else "",
@@ -1338,6 +1369,21 @@ def engine_flags(
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
+
+
+def _routing_words(args: argparse.Namespace) -> str:
+    """The router a command's plan assumed, in words."""
+    routing = default_routing(
+        args.model, routing=_routing_arg(getattr(args, "expert_routing", None))
+    )
+    words = {
+        "eplb": "DeepSeek's load balancer (EPLB) as SGLang measured and simulated it",
+        "none": "no load balancer, as SGLang simulated DeepSeek-V3's router",
+        "uniform": "uniform routing, the optimistic floor",
+    }
+    return (
+        words[routing] if isinstance(routing, str) else f"a balancedness of {routing:g}"
+    )
 
 
 def _report(p: Plan, args: argparse.Namespace) -> str:
@@ -1373,10 +1419,10 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
         )
     if b.ep > 1 or b.prefill_ep > 1:
         lines.append(
-            "  NOTE        : expert-parallel steps are priced from kernels timed alone, the busiest GPU "
-            f"loaded as the router '{getattr(args, 'expert_routing', 'eplb')}' loads it (--expert-routing); "
-            "beside published deployments the planner's MoE pools still come out optimistic, every class "
-            "of kernel running longer in a serving step (Chapter 13, 'Against published deployments')"
+            "  NOTE        : expert-parallel steps are priced from kernels timed alone, with "
+            f"{_routing_words(args)} (--expert-routing); beside published deployments the planner's MoE "
+            "pools still come out optimistic, every class of kernel running longer in a serving step "
+            "(Chapter 13, 'Against published deployments')"
         )
     if getattr(args, "trace", None) is None:
         lines.append(
@@ -1462,16 +1508,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--expert-routing",
-        default="eplb",
-        help="MoE: eplb (default), default (no load balancer), uniform, "
-        "or a measured balancedness in (0, 1]",
+        help="MoE: eplb, none (no load balancer), uniform, or a measured balancedness in (0, 1] "
+        "(default: eplb for DeepSeek-V3's router, uniform for other models)",
     )
     return ap
 
 
-def _routing_arg(text: str) -> str | float:
+def _routing_arg(text: str | None) -> str | float | None:
     """``--expert-routing`` as :func:`plan` takes it: a name, or a number given as text."""
-    if text in serving.EXPERT_ROUTING:
+    if text is None or text in serving.EXPERT_ROUTING:
         return text
     try:
         return float(text)

@@ -698,15 +698,40 @@ def prefill_compute_device(acc: str | Accelerator) -> Accelerator:
     )
 
 
-EXPERT_ROUTING = ("uniform", "eplb", "default")
+EXPERT_ROUTING = ("uniform", "eplb", "none")
 """How a MoE deployment's tokens spread over its expert-parallel GPUs.
 
 ``"uniform"``: every token-expert pair lands on a GPU uniformly at random,
-the statistical floor (:func:`helpers.steps.imbalance`); ``"eplb"``: a
-router's measured skew with DeepSeek's load balancer (EPLB) placing the
-experts; ``"default"``: the same router without it. The last two read
-:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`.
+the statistical floor (:func:`helpers.steps.imbalance`); ``"eplb"``:
+DeepSeek-V3's router with DeepSeek's load balancer (EPLB) placing the
+experts; ``"none"``: the same router without a balancer. The last two are
+measured for DeepSeek-V3's router only (:func:`expert_balance`,
+:func:`eplb_decode_balance`).
 """
+
+EPLB_SPARE_SHARE = 1 / 8
+"""Spare expert copies EPLB is given, as a share of the routed experts.
+
+DeepSeek-V3's 256 experts get 32 spares (288 slots) in SGLang's blog and in
+DeepSeek's EPLB example; the share is kept for other expert counts."""
+
+
+def eplb_spares(model: str | ModelConfig, ep: int) -> int:
+    """Spare expert copies for EPLB over ``ep`` GPUs: at least :data:`EPLB_SPARE_SHARE` of the
+    routed experts, raised until the slots (experts plus spares) divide evenly over the GPUs.
+
+    >>> eplb_spares("deepseek-v3", 32)
+    32
+    >>> eplb_spares("deepseek-v3", 64)
+    64
+    """
+    m = get_model(model)
+    if m.moe is None:
+        raise ValueError(f"model: {m.name!r} has no experts")
+    ep = _args.positive_int("ep", ep)
+    n = m.moe.n_routed
+    r = math.ceil(n * EPLB_SPARE_SHARE)
+    return r + (-(n + r)) % ep
 
 
 def expert_balance(ep: int, routing: str | float) -> float:
@@ -714,18 +739,19 @@ def expert_balance(ep: int, routing: str | float) -> float:
 
     SGLang's simulation of DeepSeek-V3's router
     (:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`), with (``"eplb"``) or
-    without (``"default"``) DeepSeek's load balancer, interpolated linearly
-    in the logarithm of ``ep`` between the simulated sizes and held at the
-    end values outside them (the with-EPLB curve is flat from 32 to 72 GPUs;
-    nothing is published past 72). ``"uniform"`` and ``ep = 1``: 1.0 (no
-    skew beyond the statistics :func:`helpers.steps.imbalance` prices). A
-    number in (0, 1] is taken as a measured balancedness, at any ``ep``.
+    without (``"none"``) DeepSeek's load balancer, interpolated linearly in
+    the logarithm of ``ep`` between the simulated sizes and held at the end
+    values outside them (nothing is simulated past 72 GPUs with the
+    balancer, or past 64 without; the with-EPLB curve is flat from 32 to
+    72). ``"uniform"`` and ``ep = 1``: 1.0 (no skew beyond the statistics
+    :func:`helpers.steps.imbalance` prices). A number in (0, 1] is taken as
+    a measured balancedness, at any ``ep``.
 
     >>> expert_balance(32, "eplb")
     0.8
     >>> expert_balance(144, "eplb")
     0.81
-    >>> round(expert_balance(24, "default"), 3)
+    >>> round(expert_balance(24, "none"), 3)
     0.577
     """
     from .papers import SGLANG_EPLB_BALANCEDNESS
@@ -742,29 +768,82 @@ def expert_balance(ep: int, routing: str | float) -> float:
     return float(np.interp(math.log(ep), sizes, values))
 
 
-def expert_skew(ep: int, routing: str | float, *, assignments: float) -> float:
+EPLB_CASE_STUDY_EP = 72
+"""GPUs of SGLang's decode case study (:data:`helpers.papers.SGLANG_EPLB_CASE_STUDY`): its decode pool, EP72."""
+
+
+def eplb_decode_balance() -> tuple[float, float]:
+    """SGLang's measured decode balancedness with EPLB beside what uniform routing gives at its size.
+
+    ``(measured, uniform)``. ``measured``: the case study's balancedness
+    (:data:`helpers.papers.SGLANG_EPLB_CASE_STUDY`, over expert slots) as a
+    run's throughput sees it, ``1 / mean(1 / b)`` over its steps, since a
+    step lasts ``1 / b`` of a balanced one; ``uniform``: the balancedness
+    over the same slots that uniform routing gives
+    (:func:`helpers.steps.imbalance` of 256 sequences x 72 GPUs x 8 experts
+    over 288 slots, one over it). A measured value at or above it means the
+    balancer left only the step's random spread. (That extreme-value
+    approximation gives 0.871; drawing the same 147,456 pairs into 288
+    slots at random gives 0.885 on average, 0.86 to 0.91 in nine draws of
+    ten, so the balancer left at most about 1 % beyond the random spread.)
+
+    >>> b, floor = eplb_decode_balance()
+    >>> round(b, 3), round(floor, 3)
+    (0.874, 0.871)
+    """
+    from .papers import SGLANG_EPLB_CASE_STUDY
+    from .steps import imbalance
+
+    m = get_model("deepseek-v3")
+    assert m.moe is not None
+    b = [row[1] for row in SGLANG_EPLB_CASE_STUDY]
+    measured = len(b) / sum(1 / x for x in b)
+    slots = m.moe.n_routed + eplb_spares(m, EPLB_CASE_STUDY_EP)
+    pairs = 256 * EPLB_CASE_STUDY_EP * m.moe.top_k
+    return measured, 1 / imbalance(pairs, slots)
+
+
+def expert_skew(
+    ep: int, routing: str | float, *, assignments: float, decode: bool = False
+) -> float:
     """How much longer the busiest expert-parallel GPU's share takes than uniform routing gives it (>= 1).
 
     An expert-parallel step waits for its busiest GPU, in the expert GEMMs
     and in the all-to-alls that fill and drain them (SGLang's blog: the
     imbalance "forces the system to wait for the slowest GPU computation or
-    communication"). That GPU carries ``1 / b`` of the mean load, with ``b``
-    the router's balancedness (:func:`expert_balance`); uniform routing of
-    ``assignments`` token-expert pairs already gives it
-    :func:`helpers.steps.imbalance` of the mean, which the kernel prices
-    include. The skew is their ratio, never below 1: a balancer places
-    experts, it cannot remove the step's own random spread.
+    communication"; DeepSeek's balancer aims to "minimize the maximum
+    dispatch receive load across all GPUs"). That GPU carries ``1 / b`` of
+    the mean load, with ``b`` the router's balancedness
+    (:func:`expert_balance`); uniform routing of ``assignments`` token-expert
+    pairs (over the whole group, one step) already gives it
+    :func:`helpers.steps.imbalance` ``= u`` of the mean, which the kernel
+    prices include. The skew is ``1 / (b u)``, never below 1: a balancer
+    places experts, it cannot remove the step's own random spread. (Read
+    as including no random spread, the simulated ``b`` would give ``1 / b``
+    instead, up to ``u`` more: 1 % in prefill, 6-10 % in decode.)
+
+    ``decode`` with ``"eplb"``: SGLang's decode case study measured the
+    balancer's result directly (:func:`eplb_decode_balance`), so that
+    measurement replaces the simulation: the skew is its uniform value over
+    its measured one, never below 1.
 
     >>> expert_skew(72, "uniform", assignments=256 * 72 * 8)
     1.0
-    >>> round(expert_skew(72, "eplb", assignments=256 * 72 * 8), 3)
-    1.16
+    >>> round(expert_skew(32, "eplb", assignments=16_384 * 32 * 8), 3)
+    1.241
+    >>> expert_skew(72, "eplb", assignments=256 * 72 * 8, decode=True)
+    1.0
     """
     from .steps import imbalance
 
-    b = expert_balance(ep, routing)
-    if ep == 1:
+    routing = checked_routing(routing)
+    ep = _args.positive_int("ep", ep)
+    if ep == 1 or routing == "uniform":
         return 1.0
+    if decode and routing == "eplb":
+        measured, floor = eplb_decode_balance()
+        return max(1.0, floor / measured)
+    b = expert_balance(ep, routing)
     return max(1.0, 1.0 / (b * imbalance(assignments, ep)))
 
 
@@ -800,7 +879,9 @@ def _moe_step(
     # data-parallel-attention group without disaggregation)
     normal = prefill and batch == 0
     assert m.moe is not None
-    skew = expert_skew(ep, routing, assignments=tokens * ep * m.moe.top_k)
+    skew = expert_skew(
+        ep, routing, assignments=tokens * ep * m.moe.top_k, decode=not prefill
+    )
     comm = per_expert = 0.0
     if collectives:
         link = tp_link(acc) if ep <= 8 else get_link(ep_link)
@@ -889,6 +970,10 @@ def checked_routing(routing: str | float) -> str | float:
                 f"routing: choose one of {EXPERT_ROUTING} or a balancedness in (0, 1], got {routing!r}"
             )
         return routing
+    if isinstance(routing, bool) or not isinstance(routing, int | float):
+        raise ValueError(
+            f"routing: choose one of {EXPERT_ROUTING} or a balancedness in (0, 1], got {routing!r}"
+        )
     b = _args.positive("routing", routing)
     if b > 1:
         raise ValueError(f"routing: a balancedness is at most 1, got {routing!r}")
@@ -1110,11 +1195,13 @@ def moe_rank_kv_bytes(
     ep: int,
     dtype: str = "bf16",
     reserve: float = 0.1,
+    spares: int = 0,
 ) -> float:
     """Bytes one rank of an expert-parallel group of ``ep`` GPUs has for KV caches.
 
     ``capacity * (1 - reserve)`` less the non-expert weights (held whole by every
-    rank, as data-parallel attention needs) and ``1/ep`` of the routed experts.
+    rank, as data-parallel attention needs) and ``1/ep`` of the routed experts,
+    with ``spares`` extra expert copies over the group (EPLB's, :func:`eplb_spares`).
     """
     from .hardware import get_accelerator
 
@@ -1123,7 +1210,9 @@ def moe_rank_kv_bytes(
     experts = _moe_expert_bytes(m, 1e12, dtype)
     from .llm import weight_bytes
 
-    resident = weight_bytes(m, dtype=dtype) - experts + experts / ep
+    spares = _args.non_negative_int("spares", spares)
+    copies = 1 + spares / m.moe.n_routed if m.moe is not None else 1.0
+    resident = weight_bytes(m, dtype=dtype) - experts + experts * copies / ep
     return get_accelerator(acc).memory_capacity * (1 - reserve) - resident
 
 
@@ -1178,7 +1267,10 @@ def measured_max_batch(
     def fits(b: int) -> bool:
         ctx = int(math.ceil(slow_context(b)))
         if m.moe is not None and ep > 1:
-            free = moe_rank_kv_bytes(m, acc, ep=ep, dtype=dtype, reserve=reserve)
+            spares = eplb_spares(m, ep) if routing == "eplb" else 0
+            free = moe_rank_kv_bytes(
+                m, acc, ep=ep, dtype=dtype, reserve=reserve, spares=spares
+            )
             return b * kv_cache_bytes_per_token(m, dtype=dtype) * (ctx + 1) <= free
         return (
             max_decode_batch(m, ctx, acc, n_gpus=tp, dtype=dtype, reserve=reserve) >= b
@@ -1333,6 +1425,10 @@ __all__ = [
     "expert_balance",
     "expert_skew",
     "checked_routing",
+    "eplb_decode_balance",
+    "eplb_spares",
+    "EPLB_CASE_STUDY_EP",
+    "EPLB_SPARE_SHARE",
     "measured_max_batch",
     "measured_step_time",
     "moe_compute_parts",

@@ -658,7 +658,7 @@ def test_decode_breakdown_prices_the_same_step_as_the_planner() -> None:
         "deepseek-v3", 2000, "H100", batch=256, ep=72, routing="eplb"
     )
     assert rows[-1].model_s == pytest.approx(streams.compute_s + streams.alltoall_s)
-    skew = serving.expert_skew(72, "eplb", assignments=256 * 72 * 8)
+    skew = serving.expert_skew(72, "eplb", assignments=256 * 72 * 8, decode=True)
     assert rows[0].model_s == pytest.approx(
         serving.moe_compute_parts(
             "deepseek-v3", 2000, "H100", batch=256, ep=72, expert_skew=skew
