@@ -1268,7 +1268,8 @@ ENGINES = ("vllm", "sglang", "dynamo")
 """Engines :func:`engine_flags` writes flags for."""
 
 ENGINE_SOURCES: dict[str, str] = {
-    "vllm": "docs.vllm.ai engine arguments, disaggregated prefilling and EPLBConfig (stable docs read Dec 2026; "
+    "vllm": "docs.vllm.ai engine arguments, disaggregated prefilling, expert parallel deployment and EPLBConfig "
+    "(stable docs read Dec 2026; "
     "chunked prefill and prefix caching are on by default in the V1 engine)",
     "sglang": "docs.sglang.io server arguments and PD disaggregation (read Dec 2026)",
     "dynamo": "NVIDIA Dynamo's TensorRT-LLM worker, python3 -m dynamo.trtllm, as its launch scripts in "
@@ -1289,8 +1290,22 @@ def engine_flags(
 
     ``eplb``: the plan priced expert-parallel pools with DeepSeek's load
     balancer, so each engine's balancer is switched on with
-    :func:`helpers.serving.eplb_spares` spare expert copies.
+    :func:`helpers.serving.eplb_spares` spare expert copies. Across servers
+    (EP > 8) the all-to-alls are priced as DeepEP's kernels, so vLLM and
+    SGLang are asked for them: the throughput kernels in a prefill pool,
+    the low-latency ones in a decode pool, and in a co-located instance the
+    low-latency ones (vLLM; the model prices its mixed steps so) or SGLang's
+    ``auto`` mode.
     """
+
+    def deepep(ep: int, role: str | None) -> tuple[str, str]:
+        """(vLLM, SGLang) flags choosing DeepEP's kernels, or empty within a server."""
+        if ep <= NODE_GPUS:
+            return "", ""
+        if role == "prefill":
+            return "deepep_high_throughput", "normal"
+        return "deepep_low_latency", ("low_latency" if role == "decode" else "auto")
+
     kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
     cap = cand.batch_cap or cand.batch
     budget = cap + cand.chunk
@@ -1302,6 +1317,9 @@ def engine_flags(
             else f"--tensor-parallel-size {tp}"
         )
         s = f"vllm serve <{model.name}> {par}{kv} --max-num-seqs {max(batch, 1)}"
+        backend = deepep(ep, role)[0]
+        if backend:
+            s += f" --all2all-backend {backend}"
         if ep > 1 and eplb:
             r = serving.eplb_spares(model, ep)
             s += f" --enable-eplb --eplb-config '{{\"num_redundant_experts\":{r}}}'"
@@ -1320,6 +1338,9 @@ def engine_flags(
         kv_sglang = " --kv-cache-dtype fp8_e4m3" if dtype == "fp8" else ""
         s = f"python -m sglang.launch_server --model-path <{model.name}> {par}{kv_sglang}"
         s += f" --max-running-requests {max(batch * max(ep, 1), 1)}"
+        mode = deepep(ep, role)[1]
+        if mode:
+            s += f" --moe-a2a-backend deepep --deepep-mode {mode}"
         if ep > 1 and eplb:
             s += f" --enable-eplb --ep-num-redundant-experts {serving.eplb_spares(model, ep)}"
         if cand.mode == "aggregated":

@@ -820,7 +820,12 @@ def expert_skew(
     prices include. The skew is ``1 / (b u)``, never below 1: a balancer
     places experts, it cannot remove the step's own random spread. (Read
     as including no random spread, the simulated ``b`` would give ``1 / b``
-    instead, up to ``u`` more: 1 % in prefill, 6-10 % in decode.)
+    instead, up to ``u`` more: 1 % in prefill, 6-10 % in decode.) In
+    prefill DeepEP's kernels cross the network once per server reached, so
+    strictly the servers' balance sets that leg; none is published, and
+    SGLang's two prefill profiles (EPLB placement and perfect balance,
+    1.18 times apart) support stretching the whole all-to-all: so priced the
+    model gives 1.16, with the all-to-alls left alone about 1.06.
 
     ``decode`` with ``"eplb"``: SGLang's decode case study measured the
     balancer's result directly (:func:`eplb_decode_balance`), so that

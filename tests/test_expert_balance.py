@@ -278,3 +278,23 @@ def test_uniform_imbalance_statistic_is_what_the_skew_divides_by() -> None:
     pairs = 16_384 * 32 * 8
     by_hand = 1 / (0.800 * steps.imbalance(pairs, 32))
     assert serving.expert_skew(32, "eplb", assignments=pairs) == pytest.approx(by_hand)
+
+
+def test_flags_ask_for_the_all_to_all_kernels_the_plan_priced() -> None:
+    """Across servers the planner prices DeepEP: throughput kernels in prefill, low-latency ones in decode."""
+    flags = planner.plan("deepseek-v3", "H100", **{**PLAN, "n_gpus": 64}).engine_flags
+    best = planner.plan("deepseek-v3", "H100", **{**PLAN, "n_gpus": 64}).best
+    assert best.mode == "disaggregated" and best.ep > 8
+    for line in flags["vllm"].splitlines():
+        want = (
+            "deepep_high_throughput"
+            if line.startswith("prefill")
+            else "deepep_low_latency"
+        )
+        assert f"--all2all-backend {want}" in line
+    for line in flags["sglang"].splitlines():
+        want = "normal" if line.startswith("prefill") else "low_latency"
+        assert f"--moe-a2a-backend deepep --deepep-mode {want}" in line
+    # within one server there is no DeepEP to ask for
+    small = planner.plan("deepseek-v3", "H200", **{**PLAN, "n_gpus": 8}).engine_flags
+    assert not any("deepep" in f for f in small.values())
