@@ -133,7 +133,9 @@ class Candidate:
     ttft_p90_s, tbt_p90_s : float
         Predicted p90 latencies at that rate.
     goodput_tokens_per_s_per_gpu : float
-        Output tokens per second per GPU used.
+        Output tokens per second per GPU: per GPU given when the plan serves
+        the most the GPUs can (``rate=None``; a GPU a layout leaves idle
+        serves nothing, so it counts), per GPU used when a rate is given.
     binding : str
         Which constraint decides, in words.
     gpus : int
@@ -842,7 +844,7 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
                 served,
                 ttft,
                 tbt,
-                served * w.osl / (n * size),
+                served * w.osl / (n_gpus if rate is None else n * size),
                 why,
                 n * size,
             )
@@ -889,7 +891,7 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
                     served,
                     ttft,
                     w.tbt if "TBT" in dwhy else step,
-                    served * w.osl / gpus,
+                    served * w.osl / (n_gpus if rate is None else gpus),
                     why,
                     gpus,
                     prefill_tp=ptp,

@@ -1013,3 +1013,34 @@ def test_the_command_says_its_expert_parallel_pools_are_optimistic(capsys) -> No
     for r in planner.published_comparison():
         if planner.resolve_model(rows[r["case"]]["model"]).moe is not None:
             assert r["error"] > 0, r["case"]
+
+
+def test_most_the_gpus_serve_ranks_by_the_whole_rate() -> None:
+    """With no rate given the plan serves the most the GPUs can: a layout that leaves a GPU idle
+    does not outrank one that serves more on all of them (goodput is per GPU given).
+
+    DistServe's three A100s: one TP2 instance on two GPUs serves less than the 2:1 split on three.
+    """
+    row = next(r for r in planner.load_deployments() if r["case"] == "distserve-fig1")
+    p = planner.deployment_plan(row)
+    n = int(row["n_gpus"])
+    assert all(p.best.rate >= c.rate for c in p.candidates)
+    for c in p.candidates:
+        assert c.goodput_tokens_per_s_per_gpu == pytest.approx(
+            c.rate * int(row["output_len"]) / n
+        )
+    idle = [c for c in p.candidates if c.gpus < n]
+    assert idle and all(c is not p.best for c in idle)
+    # with a rate given, GPUs a layout does not need are not counted
+    fixed = planner.plan(
+        "llama-2-13b",
+        "A100",
+        n_gpus=n,
+        input_len=512,
+        output_len=64,
+        ttft_slo_s=0.4,
+        tbt_slo_s=0.04,
+        rate=5.0,
+    )
+    for c in fixed.candidates:
+        assert c.goodput_tokens_per_s_per_gpu == pytest.approx(5.0 * 64 / c.gpus)
