@@ -133,9 +133,9 @@ class Candidate:
     ttft_p90_s, tbt_p90_s : float
         Predicted p90 latencies at that rate.
     goodput_tokens_per_s_per_gpu : float
-        Output tokens per second per GPU: per GPU given when the plan serves
-        the most the GPUs can (``rate=None``; a GPU a layout leaves idle
-        serves nothing, so it counts), per GPU used when a rate is given.
+        Output tokens per second per GPU used. (With no rate given the
+        candidates are ranked by the rate they serve on the GPUs given, not
+        by this: :func:`_rank`.)
     binding : str
         Which constraint decides, in words.
     gpus : int
@@ -844,7 +844,7 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
                 served,
                 ttft,
                 tbt,
-                served * w.osl / (n_gpus if rate is None else n * size),
+                served * w.osl / (n * size),
                 why,
                 n * size,
             )
@@ -891,17 +891,13 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
                     served,
                     ttft,
                     w.tbt if "TBT" in dwhy else step,
-                    served * w.osl / (n_gpus if rate is None else gpus),
+                    served * w.osl / gpus,
                     why,
                     gpus,
                     prefill_tp=ptp,
                     prefill_ep=pep,
                 )
-                if (
-                    best is None
-                    or cand.goodput_tokens_per_s_per_gpu
-                    > best.goodput_tokens_per_s_per_gpu
-                ):
+                if best is None or _rank(cand, rate) < _rank(best, rate):
                     best = cand
                 if rate is not None:
                     break
@@ -924,8 +920,21 @@ def _candidates(w: _Work, n_gpus: int, rate: float | None) -> list[Candidate]:
         for c in timed
         if c.ttft_p90_s <= w.ttft * slack and c.tbt_p90_s <= w.tbt * slack
     ]
-    out.sort(key=lambda c: (-c.goodput_tokens_per_s_per_gpu, c.gpus))
+    out.sort(key=lambda c: _rank(c, rate))
     return out
+
+
+def _rank(c: Candidate, rate: float | None) -> tuple[float, float]:
+    """Sort key of a candidate (smaller first).
+
+    No rate given: the most the GPUs serve, so the highest request rate
+    first (a layout that leaves a GPU idle wins only by serving more), then
+    the higher goodput per GPU used. A rate given: every candidate serves it,
+    so the fewest GPUs, that is the highest goodput per GPU used, first.
+    """
+    if rate is None:
+        return (-c.rate, -c.goodput_tokens_per_s_per_gpu)
+    return (-c.goodput_tokens_per_s_per_gpu, c.gpus)
 
 
 def _tier_plan(w: _Work, trace: Any, n_gpus: int) -> tuple[int, list[TierRow], float]:
@@ -1027,8 +1036,8 @@ def plan(
         (:func:`helpers.serving.expert_skew`): ``"eplb"`` (DeepSeek's load
         balancer, as SGLang and DeepSeek serve; its spare experts take
         memory), ``"none"`` (no balancer), ``"uniform"`` (uniform routing, the
-        optimistic floor) or a measured balancedness in (0, 1]. ``None``:
-        :func:`default_routing`.
+        optimistic floor) or a measured balancedness over GPUs in (0, 1], the
+        step's random spread included. ``None``: :func:`default_routing`.
 
     Raises
     ------
@@ -1060,7 +1069,9 @@ def plan(
         ttft,
         tbt,
         link,
-        routing=serving.checked_routing(default_routing(m, routing=expert_routing)),
+        routing=serving.checked_routing(
+            default_routing(m, routing=expert_routing), name="expert_routing"
+        ),
     )
     tier_rows: list[TierRow] = []
     hits: Any = None
@@ -1117,10 +1128,21 @@ def plan(
     if other:
         r = other[0]
         # three significant figures, so that two close rates of a small model read apart
-        why = (
-            f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
-            f"{_sig(best.goodput_tokens_per_s_per_gpu)}. It is held back by: {r.binding}"
-        )
+        if (
+            rate is None
+            and r.gpus < best.gpus
+            and r.goodput_tokens_per_s_per_gpu >= best.goodput_tokens_per_s_per_gpu
+        ):
+            # more per GPU, on fewer of them: less in all, which is what was asked for
+            why = (
+                f"{r.label} serves more per GPU on fewer GPUs, {_sig(r.rate)} requests/s in all "
+                f"against {_sig(best.rate)}. It is held back by: {r.binding}"
+            )
+        else:
+            why = (
+                f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
+                f"{_sig(best.goodput_tokens_per_s_per_gpu)}. It is held back by: {r.binding}"
+            )
     flags = engine_flags(best, m, dtype=dtype, eplb=w.routing == "eplb")
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
     checked = _replay_check(w, best, trace, hits) if trace is not None else None
@@ -1295,9 +1317,10 @@ def engine_flags(
     :func:`helpers.serving.eplb_spares` spare expert copies. Across servers
     (EP > 8) the all-to-alls are priced as DeepEP's kernels, so vLLM and
     SGLang are asked for them: the throughput kernels in a prefill pool,
-    the low-latency ones in a decode pool, and in a co-located instance the
-    low-latency ones (vLLM; the model prices its mixed steps so) or SGLang's
-    ``auto`` mode.
+    the low-latency ones in a decode pool and in a co-located instance (the
+    model prices a mixed step's all-to-alls so: SGLang's blog says its two
+    DeepEP modes cannot share one data-parallel-attention group without
+    disaggregation); TensorRT-LLM gets its wide-EP MoE backend.
     """
 
     def deepep(ep: int, role: str | None) -> tuple[str, str]:
@@ -1306,7 +1329,7 @@ def engine_flags(
             return "", ""
         if role == "prefill":
             return "deepep_high_throughput", "normal"
-        return "deepep_low_latency", ("low_latency" if role == "decode" else "auto")
+        return "deepep_low_latency", "low_latency"
 
     kv = " --kv-cache-dtype fp8" if dtype == "fp8" else ""
     cap = cand.batch_cap or cand.batch
@@ -1364,11 +1387,15 @@ def engine_flags(
             if ep > 1 and eplb and model.moe is not None
             else 0
         )
+        balancer = (
+            f", load_balancer: {{num_slots: {slots}, layer_updates_per_iter: 1}}"
+            if slots
+            else ""
+        )
         keys = [
             f"moe_expert_parallel_size: {ep}" if ep > 1 else "",
-            "moe_config: {backend: WIDEEP, load_balancer: "
-            f"{{num_slots: {slots}, layer_updates_per_iter: 1}}}}"
-            if slots
+            f"moe_config: {{backend: WIDEEP{balancer}}}"
+            if ep > NODE_GPUS or slots
             else "",
             "enable_chunked_prefill: true" if cand.mode == "aggregated" else "",
             "cache_transceiver_config: {backend: DEFAULT}" if role else "",
@@ -1531,7 +1558,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--expert-routing",
-        help="MoE: eplb, none (no load balancer), uniform, or a measured balancedness in (0, 1] "
+        help="MoE: eplb, none (no load balancer), uniform, or a measured balancedness over GPUs in (0, 1] "
         "(default: eplb for DeepSeek-V3's router, uniform for other models)",
     )
     return ap

@@ -740,12 +740,12 @@ def expert_balance(ep: int, routing: str | float) -> float:
     SGLang's simulation of DeepSeek-V3's router
     (:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`), with (``"eplb"``) or
     without (``"none"``) DeepSeek's load balancer, interpolated linearly in
-    the logarithm of ``ep`` between the simulated sizes and held at the end
-    values outside them (nothing is simulated past 72 GPUs with the
-    balancer, or past 64 without; the with-EPLB curve is flat from 32 to
-    72). ``"uniform"`` and ``ep = 1``: 1.0 (no skew beyond the statistics
-    :func:`helpers.steps.imbalance` prices). A number in (0, 1] is taken as
-    a measured balancedness, at any ``ep``.
+    the logarithm of ``ep`` from 1.0 at one GPU through the simulated sizes
+    (8 to 72), and held at the last value past them (nothing is simulated
+    past 72 GPUs with the balancer, or past 64 without; the with-EPLB curve
+    is flat from 32 to 72). ``"uniform"`` and ``ep = 1``: 1.0 (no skew
+    beyond the statistics :func:`helpers.steps.imbalance` prices). A number
+    in (0, 1] is taken as a measured balancedness over GPUs, at any ``ep``.
 
     >>> expert_balance(32, "eplb")
     0.8
@@ -762,7 +762,8 @@ def expert_balance(ep: int, routing: str | float) -> float:
         return routing
     if routing == "uniform" or ep == 1:
         return 1.0
-    points = SGLANG_EPLB_BALANCEDNESS[routing]
+    # one GPU has nothing to balance: from 1.0 there to the first simulated size
+    points = ((1, 1.0), *SGLANG_EPLB_BALANCEDNESS[routing])
     sizes = [math.log(n) for n, _ in points]
     values = [b for _, b in points]
     return float(np.interp(math.log(ep), sizes, values))
@@ -884,9 +885,12 @@ def _moe_step(
     # data-parallel-attention group without disaggregation)
     normal = prefill and batch == 0
     assert m.moe is not None
-    skew = expert_skew(
-        ep, routing, assignments=tokens * ep * m.moe.top_k, decode=not prefill
-    )
+    pairs = tokens * ep * m.moe.top_k
+    skew = expert_skew(ep, routing, assignments=pairs, decode=not prefill)
+    if batch and chunk:
+        # a mixed step: each kind of token carries its own phase's skew
+        decode_skew = expert_skew(ep, routing, assignments=pairs, decode=True)
+        skew = (batch * decode_skew + chunk * skew) / tokens
     comm = per_expert = 0.0
     if collectives:
         link = tp_link(acc) if ep <= 8 else get_link(ep_link)
@@ -967,21 +971,23 @@ def moe_streams(
     )
 
 
-def checked_routing(routing: str | float) -> str | float:
-    """``routing`` checked: a name in :data:`EXPERT_ROUTING` or a balancedness in (0, 1]."""
+def checked_routing(routing: str | float, *, name: str = "routing") -> str | float:
+    """``routing`` checked: a name in :data:`EXPERT_ROUTING`, or a number in (0, 1].
+
+    A number is a balancedness over GPUs (mean GPU load over the busiest's,
+    the step's random spread included, as SGLang's simulation counts it).
+    ``name``: the parameter named in the error (``"expert_routing"`` for the planner).
+    """
+    choices = f"choose one of {EXPERT_ROUTING} or a balancedness in (0, 1]"
     if isinstance(routing, str):
         if routing not in EXPERT_ROUTING:
-            raise ValueError(
-                f"routing: choose one of {EXPERT_ROUTING} or a balancedness in (0, 1], got {routing!r}"
-            )
+            raise ValueError(f"{name}: {choices}, got {routing!r}")
         return routing
     if isinstance(routing, bool) or not isinstance(routing, int | float):
-        raise ValueError(
-            f"routing: choose one of {EXPERT_ROUTING} or a balancedness in (0, 1], got {routing!r}"
-        )
-    b = _args.positive("routing", routing)
+        raise ValueError(f"{name}: {choices}, got {routing!r}")
+    b = _args.positive(name, routing)
     if b > 1:
-        raise ValueError(f"routing: a balancedness is at most 1, got {routing!r}")
+        raise ValueError(f"{name}: a balancedness is at most 1, got {routing!r}")
     return b
 
 

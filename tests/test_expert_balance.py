@@ -42,7 +42,11 @@ def test_balance_reads_the_simulated_points_and_holds_outside_them() -> None:
         for ep, b in points:
             assert serving.expert_balance(ep, routing) == pytest.approx(b)
         first, last = points[0], points[-1]
-        assert serving.expert_balance(4, routing) == pytest.approx(first[1])
+        # below the first simulated size, towards 1.0 at one GPU (linear in log GPUs)
+        half = math.log(4) / math.log(first[0])
+        assert serving.expert_balance(4, routing) == pytest.approx(
+            1 + half * (first[1] - 1)
+        )
         assert serving.expert_balance(1024, routing) == pytest.approx(last[1])
     # between two simulated sizes, linear in log(ep): 24 GPUs is 0.585 of the way from 16 to 32
     frac = math.log(24 / 16) / math.log(2)
@@ -91,12 +95,14 @@ def test_decode_with_the_balancer_is_at_its_random_spread() -> None:
     assert serving.expert_skew(72, "eplb", assignments=256 * 72 * 8) > 1.1
 
 
-@pytest.mark.parametrize("bad", ["balanced", "default", 0.0, 1.5, -0.2, True])
+@pytest.mark.parametrize("bad", ["balanced", "default", "EPLB", 0.0, 1.5, -0.2, True])
 def test_bad_routing_names_the_parameter(bad: object) -> None:
     with pytest.raises(ValueError, match="routing"):
         serving.expert_balance(32, bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="routing"):
         step(2000, bad, **DECODE)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^expert_routing"):
+        planner.plan("deepseek-v3", "H100", expert_routing=bad, **PLAN)  # type: ignore[arg-type]
 
 
 def test_a_skewed_router_lengthens_moe_steps_only() -> None:
@@ -295,6 +301,27 @@ def test_flags_ask_for_the_all_to_all_kernels_the_plan_priced() -> None:
     for line in flags["sglang"].splitlines():
         want = "normal" if line.startswith("prefill") else "low_latency"
         assert f"--moe-a2a-backend deepep --deepep-mode {want}" in line
+    assert "backend: WIDEEP" in flags["dynamo"]
+    for routing in (
+        "uniform",
+        "none",
+    ):  # the wide-EP backend across servers, balancer or not
+        other = planner.plan(
+            "deepseek-v3", "H100", expert_routing=routing, **{**PLAN, "n_gpus": 64}
+        )
+        assert other.best.ep > 8 and "backend: WIDEEP" in other.engine_flags["dynamo"]
     # within one server there is no DeepEP to ask for
     small = planner.plan("deepseek-v3", "H200", **{**PLAN, "n_gpus": 8}).engine_flags
     assert not any("deepep" in f for f in small.values())
+
+
+def test_a_mixed_step_weights_each_phases_skew_by_its_tokens() -> None:
+    """One prompt token added to a decode step moves its price a little, not to the prefill skew."""
+    kw = {"batch": 256, "dtype": "fp8", "ep": 32}
+    plain = step(2000, "eplb", **kw)
+    one = step(2000, "eplb", chunk=1, **kw)
+    assert plain < one < plain * 1.02
+    # a step that is mostly prompt carries nearly the prefill skew
+    mostly = step(2000, "eplb", batch=16, chunk=16_368, dtype="fp8", ep=32)
+    flat = step(2000, "uniform", batch=16, chunk=16_368, dtype="fp8", ep=32)
+    assert mostly / flat > 1.1
