@@ -135,7 +135,7 @@ class Candidate:
     goodput_tokens_per_s_per_gpu : float
         Output tokens per second per GPU used. (With no rate given the
         candidates are ranked by the rate they serve on the GPUs given, not
-        by this: :func:`_rank`.)
+        by this.)
     binding : str
         Which constraint decides, in words.
     gpus : int
