@@ -66,6 +66,11 @@ __all__ = [
     "PrefillBreakdown",
     "PREFILL_BREAKDOWN_CASES",
     "PREFILL_BREAKDOWN_PROMPT",
+    "SKEW_CHECK_ABLATION_DECODE_EP",
+    "SKEW_CHECK_DECODE",
+    "SKEW_CHECK_PREFILL",
+    "SkewChecks",
+    "skew_checks",
     "default_routing",
     "deployment_plan",
     "engine_flags",
@@ -246,6 +251,8 @@ class Plan:
     why_not_runner_up: str = ""
     replayed: ReplayCheck | None = None
     """The plan replayed with the trace's own lengths (``_replay_check``); ``None`` without a trace."""
+    expert_routing: str | float = "uniform"
+    """How the plan priced its experts' load (:func:`default_routing`, :data:`helpers.serving.EXPERT_ROUTING`)."""
     """The best layout of the other mode (else the next), and what holds it back."""
 
     @property
@@ -420,9 +427,7 @@ def default_routing(
 
 def _spares(w: _Work, ep: int) -> int:
     """EPLB's spare expert copies over ``ep`` GPUs when the plan runs the balancer (they take memory)."""
-    if w.routing != "eplb" or ep <= 1 or w.model.moe is None:
-        return 0
-    return serving.eplb_spares(w.model, ep)
+    return serving.routing_spares(w.model, ep, w.routing)
 
 
 def _opts(w: _Work, tp: int, ep: int) -> dict[str, Any]:
@@ -1143,7 +1148,7 @@ def plan(
                 f"{r.label} serves {_sig(r.goodput_tokens_per_s_per_gpu)} output tokens/s per GPU against "
                 f"{_sig(best.goodput_tokens_per_s_per_gpu)}. It is held back by: {r.binding}"
             )
-    flags = engine_flags(best, m, dtype=dtype, eplb=w.routing == "eplb")
+    flags = engine_flags(best, m, dtype=dtype, routing=w.routing)
     ordered = {engine: flags[engine], **{k: v for k, v in flags.items() if k != engine}}
     checked = _replay_check(w, best, trace, hits) if trace is not None else None
     return Plan(
@@ -1164,6 +1169,7 @@ def plan(
         tier_rows,
         why,
         checked,
+        w.routing,
     )
 
 
@@ -1308,13 +1314,13 @@ def engine_flags(
     model: llm.ModelConfig,
     *,
     dtype: str = "bf16",
-    eplb: bool = False,
+    routing: str | float = "uniform",
 ) -> dict[str, str]:
     """Command-line flags (or config keys) that realise ``cand`` in vLLM, SGLang and Dynamo/TensorRT-LLM.
 
-    ``eplb``: the plan priced expert-parallel pools with DeepSeek's load
-    balancer, so each engine's balancer is switched on with
-    :func:`helpers.serving.eplb_spares` spare expert copies. Across servers
+    ``routing``: how the plan priced its experts' load; under ``"eplb"``
+    each engine's load balancer is switched on with
+    :func:`helpers.serving.routing_spares` spare expert copies. Across servers
     (EP > 8) the all-to-alls are priced as DeepEP's kernels, so vLLM and
     SGLang are asked for them: the throughput kernels in a prefill pool,
     the low-latency ones in a decode pool and in a co-located instance (the
@@ -1345,8 +1351,8 @@ def engine_flags(
         backend = deepep(ep, role)[0]
         if backend:
             s += f" --all2all-backend {backend}"
-        if ep > 1 and eplb:
-            r = serving.eplb_spares(model, ep)
+        r = serving.routing_spares(model, ep, routing)
+        if r:
             s += f" --enable-eplb --eplb-config '{{\"num_redundant_experts\":{r}}}'"
         if cand.mode == "aggregated":
             s += f" --max-num-batched-tokens {budget}"
@@ -1366,8 +1372,9 @@ def engine_flags(
         mode = deepep(ep, role)[1]
         if mode:
             s += f" --moe-a2a-backend deepep --deepep-mode {mode}"
-        if ep > 1 and eplb:
-            s += f" --enable-eplb --ep-num-redundant-experts {serving.eplb_spares(model, ep)}"
+        r = serving.routing_spares(model, ep, routing)
+        if r:
+            s += f" --enable-eplb --ep-num-redundant-experts {r}"
         if cand.mode == "aggregated":
             s += f" --chunked-prefill-size {cand.chunk}"
         if role:
@@ -1382,11 +1389,8 @@ def engine_flags(
         s += f" --max-batch-size {max(batch, 1)} --max-num-tokens {tokens}"
         if role:
             s += f" --disaggregation-mode {role}"
-        slots = (
-            model.moe.n_routed + serving.eplb_spares(model, ep)
-            if ep > 1 and eplb and model.moe is not None
-            else 0
-        )
+        spares = serving.routing_spares(model, ep, routing)
+        slots = model.moe.n_routed + spares if spares and model.moe is not None else 0
         balancer = (
             f", load_balancer: {{num_slots: {slots}, layer_updates_per_iter: 1}}"
             if slots
@@ -1421,11 +1425,8 @@ def engine_flags(
 # ---------------------------------------------------------------------------
 
 
-def _routing_words(args: argparse.Namespace) -> str:
-    """The router a command's plan assumed, in words."""
-    routing = default_routing(
-        args.model, routing=_routing_arg(getattr(args, "expert_routing", None))
-    )
+def _routing_words(routing: str | float) -> str:
+    """The router a plan assumed, in words."""
     words = {
         "eplb": "DeepSeek's load balancer (EPLB) as SGLang measured and simulated it",
         "none": "no load balancer, as SGLang simulated DeepSeek-V3's router",
@@ -1470,7 +1471,7 @@ def _report(p: Plan, args: argparse.Namespace) -> str:
     if b.ep > 1 or b.prefill_ep > 1:
         lines.append(
             "  NOTE        : expert-parallel steps are priced from kernels timed alone, with "
-            f"{_routing_words(args)} (--expert-routing); beside published deployments the planner's MoE "
+            f"{_routing_words(p.expert_routing)} (--expert-routing); beside published deployments the planner's MoE "
             "pools still come out optimistic, every class of kernel running longer in a serving step "
             "(Chapter 13, 'Against published deployments')"
         )
@@ -2202,6 +2203,114 @@ def prefill_breakdown(*, run: str = "deepseek_profile") -> PrefillBreakdown:
         (unit["dispatch"] + unit["combine"]) * layers,
         ms["moe"] * layers,
         unit["moe"] * layers,
+    )
+
+
+SKEW_CHECK_DECODE: Mapping[str, Any] = MappingProxyType(
+    {"context": 2000, "batch": 256, "dtype": "fp8", "ep": 72}
+)
+"""SGLang's decode operating point (H100): 256 sequences per GPU at KV length 2,000, EP72."""
+
+SKEW_CHECK_PREFILL: Mapping[str, Any] = MappingProxyType(
+    {"context": 0, "batch": 0, "chunk": 16_384, "prompts": 4, "dtype": "fp8", "ep": 32}
+)
+"""SGLang's prefill operating point (H100): 16,384 tokens per GPU in 4,096-token prompts, EP32."""
+
+SKEW_CHECK_ABLATION_DECODE_EP = 64
+"""GPUs the decode ablation is priced at: without spares DeepSeek-V3's 256 experts do not spread
+evenly over SGLang's 72, and the blog does not state the ablation's size."""
+
+
+@dataclass(frozen=True)
+class SkewChecks:
+    """The expert-load skew (:func:`helpers.serving.expert_skew`) beside SGLang's measurements.
+
+    Pairs are ``(measured, model)``. Ratios are step times, balancer off over on.
+    """
+
+    decode_balance: float
+    """SGLang's decode run with EPLB, as its throughput sees it (:func:`helpers.serving.eplb_decode_balance`)."""
+    decode_uniform_balance: float
+    """What uniform routing gives over the same expert slots."""
+    simulated_decode_balance: float
+    """The simulation's balancedness at the same 72 GPUs with EPLB, which decode does not use."""
+    ablation: Mapping[str, tuple[float, float]]
+    """``"prefill"``, ``"decode"``: throughput with the balancer over without (measured), step ratio (model)."""
+    profiles: tuple[float, float, float]
+    """SGLang's two prefill profiles, perfect balance over EPLB placement: measured, the model
+    with the EPLB curve, the model with the no-balancer curve (each over uniform routing)."""
+    elasticity: tuple[float, float]
+    """Per cent of decode throughput lost per per cent of balancedness (log-log slope) over the case
+    study's steps; the model's takes the run's per-expert balancedness as per GPU."""
+    breakdown_alltoall_ratio: float
+    """SGLang's prefill all-to-alls (dispatch and combine cores), EPLB placement over perfect balance."""
+    breakdown_idle_ms: tuple[float, float]
+    """Its compute stream's idle time, ms a layer: EPLB placement, perfect balance."""
+    breakdown_gemm_longer: bool
+    """Whether the profiled GPU's expert GEMMs took longer with EPLB placement than with perfect balance."""
+
+
+def skew_checks() -> SkewChecks:
+    """The expert-load skew set beside the SGLang blog's measurements that do not calibrate it.
+
+    The simulation (:data:`helpers.papers.SGLANG_EPLB_BALANCEDNESS`) and the
+    decode case study's balancedness calibrate; the EPLB ablation
+    (:data:`helpers.papers.SGLANG_EPLB_SPEEDUP`), the two prefill profiles
+    (:data:`helpers.papers.SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE`)
+    and the case study's throughput judge. DeepSeek-V3 on H100 at
+    :data:`SKEW_CHECK_DECODE` and :data:`SKEW_CHECK_PREFILL`.
+    """
+    import numpy as np
+
+    from . import papers
+
+    def step(point: Mapping[str, Any], routing: str | float, **change: Any) -> float:
+        kw = {**point, **change}
+        context = kw.pop("context")
+        return serving.measured_step_time(
+            "deepseek-v3", context, "H100", routing=routing, **kw
+        )
+
+    def slope(x: Any, y: Any) -> float:
+        return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+    case = np.array(papers.SGLANG_EPLB_CASE_STUDY)
+    b, t = case[:, 1], case[:, 2]
+    grid = np.linspace(b.min(), b.max(), 5)
+    batch = SKEW_CHECK_DECODE["batch"]
+    model_t = [batch / step(SKEW_CHECK_DECODE, float(x), context=1800) for x in grid]
+    run, floor = serving.eplb_decode_balance()
+    pre, dec = SKEW_CHECK_PREFILL, SKEW_CHECK_DECODE
+    ep = SKEW_CHECK_ABLATION_DECODE_EP
+    profiles = papers.SGLANG_PREFILL_PROFILE_TOKENS_PER_S_PER_NODE
+    uniform = step(pre, "uniform")
+    bars = papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER
+    own, even = bars["sglang"], bars["sglang_perfect_eplb"]
+    return SkewChecks(
+        run,
+        floor,
+        serving.expert_balance(dec["ep"], "eplb"),
+        MappingProxyType(
+            {
+                "prefill": (
+                    papers.SGLANG_EPLB_SPEEDUP["prefill"],
+                    step(pre, "none") / step(pre, "eplb"),
+                ),
+                "decode": (
+                    papers.SGLANG_EPLB_SPEEDUP["decode"],
+                    step(dec, "none", ep=ep) / step(dec, "eplb", ep=ep),
+                ),
+            }
+        ),
+        (
+            profiles["sglang_perfect_eplb"] / profiles["sglang"],
+            step(pre, "eplb") / uniform,
+            step(pre, "none") / uniform,
+        ),
+        (slope(b, t), slope(grid, model_t)),
+        (own["dispatch"] + own["combine"]) / (even["dispatch"] + even["combine"]),
+        (own["compute_bubble"], even["compute_bubble"]),
+        own["moe"] > even["moe"],
     )
 
 

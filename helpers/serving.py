@@ -734,6 +734,20 @@ def eplb_spares(model: str | ModelConfig, ep: int) -> int:
     return r + (-(n + r)) % ep
 
 
+def routing_spares(model: str | ModelConfig, ep: int, routing: str | float) -> int:
+    """Spare expert copies a deployment holds over ``ep`` GPUs: :func:`eplb_spares` under
+    ``"eplb"`` routing with experts spread over more than one GPU, none otherwise.
+
+    >>> routing_spares("deepseek-v3", 32, "eplb"), routing_spares("deepseek-v3", 32, "uniform")
+    (32, 0)
+    """
+    m = get_model(model)
+    ep = _args.positive_int("ep", ep)
+    if checked_routing(routing) != "eplb" or ep <= 1 or m.moe is None:
+        return 0
+    return eplb_spares(m, ep)
+
+
 def expert_balance(ep: int, routing: str | float) -> float:
     """Balancedness of an expert-parallel MoE layer over ``ep`` GPUs: mean GPU load over the busiest's (0-1].
 
@@ -1278,9 +1292,13 @@ def measured_max_batch(
     def fits(b: int) -> bool:
         ctx = int(math.ceil(slow_context(b)))
         if m.moe is not None and ep > 1:
-            spares = eplb_spares(m, ep) if routing == "eplb" else 0
             free = moe_rank_kv_bytes(
-                m, acc, ep=ep, dtype=dtype, reserve=reserve, spares=spares
+                m,
+                acc,
+                ep=ep,
+                dtype=dtype,
+                reserve=reserve,
+                spares=routing_spares(m, ep, routing),
             )
             return b * kv_cache_bytes_per_token(m, dtype=dtype) * (ctx + 1) <= free
         return (
@@ -1438,6 +1456,7 @@ __all__ = [
     "checked_routing",
     "eplb_decode_balance",
     "eplb_spares",
+    "routing_spares",
     "EPLB_CASE_STUDY_EP",
     "EPLB_SPARE_SHARE",
     "measured_max_batch",

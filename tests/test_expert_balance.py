@@ -325,3 +325,30 @@ def test_a_mixed_step_weights_each_phases_skew_by_its_tokens() -> None:
     mostly = step(2000, "eplb", batch=16, chunk=16_368, dtype="fp8", ep=32)
     flat = step(2000, "uniform", batch=16, chunk=16_368, dtype="fp8", ep=32)
     assert mostly / flat > 1.1
+
+
+def test_skew_checks_gather_what_the_tests_above_compute() -> None:
+    """One home for the appendix's checks: the same ratios the tests above compute step by step."""
+    c = planner.skew_checks()
+    assert (c.decode_balance, c.decode_uniform_balance) == serving.eplb_decode_balance()
+    assert c.simulated_decode_balance == serving.expert_balance(72, "eplb")
+    measured, model = c.ablation["prefill"]
+    assert measured == papers.SGLANG_EPLB_SPEEDUP["prefill"]
+    assert model == pytest.approx(
+        step(0, "none", **PREFILL) / step(0, "eplb", **PREFILL)
+    )
+    measured, model = c.ablation["decode"]
+    kw = {**DECODE, "ep": 64}
+    assert model == pytest.approx(step(2000, "none", **kw) / step(2000, "eplb", **kw))
+    uniform = step(0, "uniform", **PREFILL)
+    assert c.profiles[1] == pytest.approx(step(0, "eplb", **PREFILL) / uniform)
+    assert c.profiles[2] == pytest.approx(step(0, "none", **PREFILL) / uniform)
+    bars = papers.SGLANG_PREFILL_BREAKDOWN_MS_PER_LAYER
+    own, even = bars["sglang"], bars["sglang_perfect_eplb"]
+    assert (
+        c.breakdown_alltoall_ratio > 1
+        and c.breakdown_idle_ms[0] > c.breakdown_idle_ms[1]
+    )
+    assert c.breakdown_gemm_longer == (own["moe"] > even["moe"])
+    for slope in c.elasticity:
+        assert 0.5 < slope < 1.0
